@@ -1,0 +1,126 @@
+"""The claim registry: ``@register`` in a paper's ``claim.py``, and lookup by slug.
+
+Claims are loaded lazily: :func:`load_claim` imports ``geode.<field>.<paper>.claim`` only when a
+claim is asked for, so listing the catalogue never imports torch or a paper's dependencies.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+from collections.abc import Callable, Sequence
+
+from geode import catalog
+from geode.claims.types import Claim, Outcome, Threshold
+
+__all__ = ["load_claim", "load_claims", "register", "registered"]
+
+_REGISTRY: dict[str, Claim] = {}
+
+
+def register(
+    slug: str,
+    *,
+    claim: str,
+    paper_figure: str,
+    baselines: Sequence[str],
+    thresholds: Sequence[Threshold],
+    reproduced: str | None = None,
+    partial: str | None = None,
+    key_metric: str | None = None,
+) -> Callable[[Callable[[str, int], Outcome]], Callable[[str, int], Outcome]]:
+    """Register the decorated ``run(mode, seed) -> Outcome`` as the claim check of paper ``slug``.
+
+    Parameters
+    ----------
+    slug : str
+        A slug of :mod:`geode.catalog` (slugs starting with ``_`` are reserved for the harness's
+        own test claims).
+    claim : str
+        The paper's headline claim in one sentence.
+    paper_figure : str
+        The paper's own number(s) for it.
+    baselines : sequence of str
+        The baselines the paper names, as compared in the check.
+    thresholds : sequence of Threshold
+        Bounds on measured metrics, fixed before the check runs.
+    reproduced, partial : str, optional
+        Boolean rules over the thresholds' names (``"a and (b or c)"``). ``reproduced`` defaults to
+        all thresholds holding; ``partial`` to never.
+    key_metric : str, optional
+        Metric shown in the report's overview; defaults to the first threshold's metric.
+
+    Examples
+    --------
+    In ``geode/probabilistic/ga_srmc/claim.py``::
+
+        @register("ga-srmc", claim="...", paper_figure="4.4x at κ=100", baselines=("SRMC",),
+                  thresholds=(Threshold("strong", "mse_ratio_k100", ">=", 2.0),))
+        def run(mode: str, seed: int) -> Outcome:
+            ...
+    """
+
+    def deco(fn: Callable[[str, int], Outcome]) -> Callable[[str, int], Outcome]:
+        if slug.startswith("_"):
+            title, field = f"harness test claim {slug}", "_test"
+        else:
+            paper = catalog.get(slug)
+            title, field = paper.title, paper.field
+        params = list(inspect.signature(fn).parameters)
+        if params[:2] != ["mode", "seed"]:
+            raise TypeError(f"claim {slug!r}: run must have the signature run(mode, seed); got {params}")
+        if not thresholds:
+            raise ValueError(f"claim {slug!r}: at least one threshold is required")
+        module = fn.__module__
+        pkg = sys.modules.get(module.rpartition(".")[0]) if "." in module else None
+        c = Claim(
+            slug=slug,
+            title=title,
+            field=field,
+            claim=claim.strip(),
+            paper_figure=paper_figure,
+            baselines=tuple(baselines),
+            thresholds=tuple(thresholds),
+            reproduced=reproduced,
+            partial=partial,
+            key_metric=key_metric or thresholds[0].metric,
+            run=fn,
+            module=module,
+            doc=inspect.cleandoc(pkg.__doc__ or "") if pkg is not None else "",
+        )
+        if slug in _REGISTRY and _REGISTRY[slug].module != module:
+            raise ValueError(f"claim {slug!r} is registered twice ({_REGISTRY[slug].module} and {module})")
+        _REGISTRY[slug] = c
+        return fn
+
+    return deco
+
+
+def registered() -> dict[str, Claim]:
+    """The claims registered so far in this process (by slug)."""
+    return dict(_REGISTRY)
+
+
+def load_claim(slug: str, module: str | None = None) -> Claim:
+    """The claim of paper ``slug``, importing its ``claim.py`` if needed.
+
+    Raises ``KeyError`` for an unknown slug or a paper that has no claim yet (planned).
+    """
+    if slug not in _REGISTRY:
+        if module is None:
+            paper = catalog.get(slug)
+            if paper.status != "implemented":
+                raise KeyError(f"paper {slug!r} is planned: it has no claim check yet")
+            module = f"{paper.module}.claim"
+        importlib.import_module(module)
+        if slug not in _REGISTRY:
+            raise KeyError(f"{module} did not register a claim for {slug!r}")
+    return _REGISTRY[slug]
+
+
+def load_claims(slugs: Sequence[str] | None = None) -> list[Claim]:
+    """Claims for ``slugs``, or for every implemented paper when ``slugs`` is None."""
+    if slugs is None:
+        slugs = [p.slug for p in catalog.papers(status="implemented")]
+    return [load_claim(s) for s in slugs]
