@@ -189,7 +189,9 @@ def reproduce(
             err_console.print(f"interrupted: {len(records)} finished result(s) are stored in {out}")
             raise typer.Exit(130) from None
     failed = sum(r["status"] != "ok" for r in records)
-    console.print(f"{len(records)} run(s) stored in {out}; {failed} error(s)/timeout(s). Next: geode report --out {out}")
+    console.print(
+        f"{len(records)} run(s) stored in {out}; {failed} error(s)/timeout(s). Next: geode report --out {out}"
+    )
     if failed:
         raise typer.Exit(1)
 
@@ -215,7 +217,9 @@ def assets(
     from geode.data.assets import asset_status
     from geode.models.pretrained import smollm2_cache_dir
 
-    table = Table("asset", "installed", "holds", "where / how to install", title="Offline assets", title_justify="left")
+    table = Table(
+        "asset", "installed", "holds", "where / how to install", title="Offline assets", title_justify="left"
+    )
     missing = 0
     for a, path in asset_status():
         missing += path is None

@@ -56,20 +56,35 @@ def _seeded(mode: str, seed: int) -> Outcome:
     return Outcome(metrics={"value": [0.9, 0.3, 0.0][seed % 3]}, summary=f"seed {seed}")
 
 
-@register("_raises", claim="A toy claim that raises.", paper_figure="-", baselines=(),
-          thresholds=(Threshold("t", "value", ">", 0.0),))
+@register(
+    "_raises",
+    claim="A toy claim that raises.",
+    paper_figure="-",
+    baselines=(),
+    thresholds=(Threshold("t", "value", ">", 0.0),),
+)
 def _raises(mode: str, seed: int) -> Outcome:
     raise RuntimeError("this claim fails on purpose")
 
 
-@register("_hangs", claim="A toy claim that never finishes.", paper_figure="-", baselines=(),
-          thresholds=(Threshold("t", "value", ">", 0.0),))
+@register(
+    "_hangs",
+    claim="A toy claim that never finishes.",
+    paper_figure="-",
+    baselines=(),
+    thresholds=(Threshold("t", "value", ">", 0.0),),
+)
 def _hangs(mode: str, seed: int) -> Outcome:
     time.sleep(3600)
     return Outcome(metrics={"value": 1.0})
 
 
-@register("_dies", claim="A toy claim whose process dies.", paper_figure="-", baselines=(),
-          thresholds=(Threshold("t", "value", ">", 0.0),))
+@register(
+    "_dies",
+    claim="A toy claim whose process dies.",
+    paper_figure="-",
+    baselines=(),
+    thresholds=(Threshold("t", "value", ">", 0.0),),
+)
 def _dies(mode: str, seed: int) -> Outcome:
     os._exit(3)

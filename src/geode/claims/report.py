@@ -198,10 +198,25 @@ def render_markdown(rows: list[PaperResult]) -> str:
             if notes:
                 lines += ["", "Notes:", ""] + [f"- {n}" for n in notes]
         for f in r.failures:
-            lines += ["", f"Seed {f['seed']} ended with **{f['status']}**:", "", "```", (f.get("error") or "").strip(), "```"]
+            lines += [
+                "",
+                f"Seed {f['seed']} ended with **{f['status']}**:",
+                "",
+                "```",
+                (f.get("error") or "").strip(),
+                "```",
+            ]
         if c.get("doc"):
-            lines += ["", "<details><summary>The method and what was inferred</summary>", "", "```text", c["doc"], "```",
-                      "", "</details>"]
+            lines += [
+                "",
+                "<details><summary>The method and what was inferred</summary>",
+                "",
+                "```text",
+                c["doc"],
+                "```",
+                "",
+                "</details>",
+            ]
     return "\n".join(lines) + "\n"
 
 
@@ -235,7 +250,11 @@ def render_html(rows: list[PaperResult]) -> str:
     legend = " ".join(_badge(s) for s in _COLOURS)
     overview = []
     for r in rows:
-        name = f'<a href="#{e(r.paper.slug)}"><code>{e(r.paper.slug)}</code></a>' if r.mode else f"<code>{e(r.paper.slug)}</code>"
+        name = (
+            f'<a href="#{e(r.paper.slug)}"><code>{e(r.paper.slug)}</code></a>'
+            if r.mode
+            else f"<code>{e(r.paper.slug)}</code>"
+        )
         overview.append(
             [
                 f"{name}<br><span class='muted'>{e(r.paper.title)}</span>",
@@ -301,10 +320,14 @@ def render_html(rows: list[PaperResult]) -> str:
             table = r.records[0]["table"]
             cols = list(dict.fromkeys(k for row in table for k in row))
             parts.append(f"<p class='muted'>Results table (seed {r.records[0]['seed']})</p>")
-            parts.append(_table_html([e(c_) for c_ in cols], [[e(_fmt(row.get(k, ""))) for k in cols] for row in table]))
+            parts.append(
+                _table_html([e(c_) for c_ in cols], [[e(_fmt(row.get(k, ""))) for k in cols] for row in table])
+            )
         if r.records:
             for name, path in r.records[0].get("figures", {}).items():
-                parts.append(f'<figure><img src="{e(path)}" alt="{e(name)}"><figcaption>{e(name)}</figcaption></figure>')
+                parts.append(
+                    f'<figure><img src="{e(path)}" alt="{e(name)}"><figcaption>{e(name)}</figcaption></figure>'
+                )
             notes = r.records[0].get("notes") or []
             if notes:
                 parts.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in notes) + "</ul>")
@@ -314,7 +337,9 @@ def render_html(rows: list[PaperResult]) -> str:
                 f"<pre>{e((f.get('error') or '').strip())}</pre></details>"
             )
         if c.get("doc"):
-            parts.append(f"<details><summary>The method and what was inferred</summary><pre>{e(c['doc'])}</pre></details>")
+            parts.append(
+                f"<details><summary>The method and what was inferred</summary><pre>{e(c['doc'])}</pre></details>"
+            )
         parts.append("</section>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"

@@ -174,7 +174,9 @@ def _run_local(
                 except (EOFError, OSError):
                     proc.join(5)
                     record, figures = (
-                        _failure(task, "error", f"worker died with exit code {proc.exitcode}", time.monotonic() - start),
+                        _failure(
+                            task, "error", f"worker died with exit code {proc.exitcode}", time.monotonic() - start
+                        ),
                         {},
                     )
                 conn.close()
@@ -235,7 +237,10 @@ def _run_ray(
                 try:
                     record, figures = ray.get(ref)
                 except Exception as exc:  # worker crash, serialisation error, ...
-                    record, figures = _failure(task, "error", f"ray task failed: {exc!r}", time.monotonic() - start), {}
+                    record, figures = (
+                        _failure(task, "error", f"ray task failed: {exc!r}", time.monotonic() - start),
+                        {},
+                    )
                 emit(record, figures)
             if timeout is not None:
                 now = time.monotonic()

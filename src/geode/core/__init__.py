@@ -7,8 +7,8 @@ only once a second paper needs it; a paper's own math stays in its folder.
 from __future__ import annotations
 
 from geode.core.linalg import effective_rank, polar, principal_angles, sign_fixed_qr, stable_rank
-from geode.core.timing import speed_ratio, time_callable
 from geode.core.random import as_generator, seed_everything, set_single_thread, torch_generator
+from geode.core.timing import speed_ratio, time_callable
 from geode.core.validation import (
     check_array,
     check_choice,

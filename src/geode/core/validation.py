@@ -64,7 +64,9 @@ def check_positive(name: str, value: Any) -> float:
 
 def check_probability(name: str, value: Any, *, open_interval: bool = False) -> float:
     """Return ``value`` as a float in [0, 1] (or (0, 1) with ``open_interval``), else raise."""
-    return check_real(name, value, low=0.0, high=1.0, low_inclusive=not open_interval, high_inclusive=not open_interval)
+    return check_real(
+        name, value, low=0.0, high=1.0, low_inclusive=not open_interval, high_inclusive=not open_interval
+    )
 
 
 def check_int(name: str, value: Any, *, low: int | None = None, high: int | None = None) -> int:

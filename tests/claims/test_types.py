@@ -1,0 +1,87 @@
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from geode.claims import Outcome, Threshold, evaluate_verdict
+
+T = (
+    Threshold("strong", "ratio", ">=", 2.0),
+    Threshold("rises", "rises", ">=", 1.0),
+    Threshold("weak", "ratio", ">=", 1.2),
+)
+
+
+@pytest.mark.parametrize(
+    ("metrics", "expected"),
+    [
+        ({"ratio": 3.0, "rises": 1.0}, "reproduced"),
+        ({"ratio": 3.0, "rises": 0.0}, "partial"),
+        ({"ratio": 1.5, "rises": 1.0}, "partial"),
+        ({"ratio": 1.0, "rises": 1.0}, "not reproduced"),
+        ({"rises": 1.0}, "not reproduced"),  # a missing metric fails its thresholds
+    ],
+)
+def test_verdict_follows_the_rules(metrics, expected):
+    verdict, checks = evaluate_verdict(T, "strong and rises", "weak", metrics)
+    assert verdict == expected
+    assert [c["name"] for c in checks] == ["strong", "rises", "weak"]
+    assert all(c["passed"] == t.passes(metrics) for c, t in zip(checks, T))
+
+
+def test_default_rules_are_all_thresholds_and_never_partial():
+    assert evaluate_verdict(T, None, None, {"ratio": 3.0, "rises": 1.0})[0] == "reproduced"
+    assert evaluate_verdict(T, None, None, {"ratio": 1.5, "rises": 1.0})[0] == "not reproduced"
+
+
+def test_rules_support_or_not_and_parentheses():
+    rule = "(strong or weak) and not rises"
+    assert evaluate_verdict(T, rule, None, {"ratio": 1.3, "rises": 0.0})[0] == "reproduced"
+    assert evaluate_verdict(T, rule, None, {"ratio": 1.3, "rises": 1.0})[0] == "not reproduced"
+
+
+@pytest.mark.parametrize(
+    "op,value,x,ok", [(">", 1, 1, False), (">=", 1, 1, True), ("<", 1, 0.5, True), ("<=", 1, 2, False)]
+)
+def test_threshold_operators(op, value, x, ok):
+    assert Threshold("t", "m", op, value).passes({"m": x}) is ok
+
+
+def test_threshold_rejects_bad_definitions():
+    with pytest.raises(ValueError, match="op must be"):
+        Threshold("t", "m", "==", 1.0)
+    with pytest.raises(ValueError, match="identifier"):
+        Threshold("not", "m", ">", 1.0)
+    with pytest.raises(ValueError, match="finite"):
+        Threshold("t", "m", ">", math.nan)
+
+
+def test_rules_reject_unknown_names_and_code():
+    with pytest.raises(ValueError, match="unknown threshold"):
+        evaluate_verdict(T, "strong and bogus", None, {})
+    with pytest.raises(ValueError, match="may use only"):
+        evaluate_verdict(T, "__import__('os')", None, {})
+    with pytest.raises(ValueError, match="not a valid expression"):
+        evaluate_verdict(T, "strong and", None, {})
+
+
+def test_threshold_round_trips_through_a_dict():
+    t = Threshold("t", "m", "<", 0.25, "small error")
+    assert Threshold.from_dict(t.to_dict()) == t
+
+
+def test_outcome_requires_finite_metrics_and_plain_tables():
+    o = Outcome(metrics={"a": np.float32(1.5), "b": 2}, table=[{"x": np.int64(3), "y": np.float64(0.5)}])
+    assert o.metrics == {"a": 1.5, "b": 2.0}
+    assert o.table == [{"x": 3, "y": 0.5}]
+    assert type(o.table[0]["x"]) is int
+    with pytest.raises(ValueError, match="metric 'a' must be finite"):
+        Outcome(metrics={"a": float("nan")})
+    with pytest.raises(TypeError, match="metric 'a' must be a real number"):
+        Outcome(metrics={"a": "high"})
+    with pytest.raises(ValueError, match="one-line"):
+        Outcome(metrics={}, summary="two\nlines")
+    with pytest.raises(ValueError, match="figure names"):
+        Outcome(metrics={}, figures={"a b": None})
