@@ -80,7 +80,11 @@ def _fmt(x: Any) -> str:
 
 
 def summarize(records: Iterable[dict[str, Any]]) -> list[PaperResult]:
-    """One :class:`PaperResult` per catalogue paper (in catalogue order) from stored records."""
+    """One :class:`PaperResult` per catalogue paper from stored records.
+
+    Papers with results come first, then implemented papers not run yet, then planned ones; each group
+    in catalogue order (field, then slug).
+    """
     by_slug: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for rec in records:
         by_slug[rec["slug"]].append(rec)
@@ -107,7 +111,8 @@ def summarize(records: Iterable[dict[str, Any]]) -> list[PaperResult]:
         else:
             verdict, checks = ok[0]["verdict"], ok[0].get("checks", [])
         out.append(PaperResult(paper, verdict, mode, ok, failures, claim, mean, checks))
-    return out
+    rank = {"planned": 2, "not run": 1}
+    return sorted(out, key=lambda r: rank.get(r.state, 0))  # stable: catalogue order within each group
 
 
 def _counts(rows: list[PaperResult]) -> dict[str, int]:
@@ -125,6 +130,13 @@ def _headline(rows: list[PaperResult]) -> str:
         if c.get(state):
             parts.append(f"{c[state]} {state}")
     return ", ".join(parts)
+
+
+def _mode_text(r: PaperResult) -> str:
+    if not r.mode:
+        return ""
+    text = f"{r.mode}, {len(r.records)} seed(s)"
+    return text + (f", {len(r.failures)} failed" if r.failures else "")
 
 
 def _seed_text(r: PaperResult) -> str:
@@ -154,7 +166,7 @@ def render_markdown(rows: list[PaperResult]) -> str:
     for r in rows:
         verdict = f"**{r.state}**" if r.state in ("reproduced", "partial", "not reproduced") else r.state
         fig = r.claim.get("paper_figure", "")
-        ms = f"{r.mode}, {len(r.records)}" if r.mode else ""
+        ms = _mode_text(r)
         link = f"[`{r.paper.slug}`](#{r.paper.slug})" if r.mode else f"`{r.paper.slug}`"
         lines.append(
             f"| {link} {_md_cell(r.paper.title)} | {r.paper.field} | {r.paper.status} | {verdict} | "
@@ -228,7 +240,8 @@ th,td{border:1px solid #d0d7de;padding:.3rem .55rem;text-align:left;vertical-ali
 th{background:#f6f8fa}.badge{display:inline-block;padding:.08rem .5rem;border-radius:1rem;color:#fff;
 font-size:.8rem;white-space:nowrap}.muted{color:#656d76}section{border-top:1px solid #d0d7de;margin-top:2rem}
 img{max-width:100%;border:1px solid #d0d7de;margin:.4rem 0}pre{background:#f6f8fa;padding:.6rem;overflow-x:auto;
-font-size:.8rem;white-space:pre-wrap}.legend span{margin-right:.6rem}
+font-size:.8rem;white-space:pre-wrap}.legend span{margin-left:.7rem}
+tr.planned td{color:#8c959f;font-size:.8rem;padding:.15rem .55rem}
 """
 
 
@@ -237,9 +250,13 @@ def _badge(state: str) -> str:
     return f'<span class="badge" style="background:{colour}">{html.escape(state)}</span>'
 
 
-def _table_html(header: list[str], body: list[list[str]]) -> str:
+def _table_html(header: list[str], body: list[list[str]], row_classes: list[str] | None = None) -> str:
     head = "".join(f"<th>{h}</th>" for h in header)
-    rows = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in body)
+    classes = row_classes or [""] * len(body)
+    rows = "".join(
+        (f'<tr class="{cls}">' if cls else "<tr>") + "".join(f"<td>{c}</td>" for c in row) + "</tr>"
+        for row, cls in zip(body, classes)
+    )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 
 
@@ -247,7 +264,8 @@ def render_html(rows: list[PaperResult]) -> str:
     """The report as one static HTML page; figures are PNG files referenced by relative path."""
     e = html.escape
     now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    legend = " ".join(_badge(s) for s in _COLOURS)
+    counts = _counts(rows)
+    legend = " ".join(f"{_badge(s)} {counts.get(s, 0)}" for s in _COLOURS)
     overview = []
     for r in rows:
         name = (
@@ -263,9 +281,10 @@ def render_html(rows: list[PaperResult]) -> str:
                 _badge(r.state),
                 e(r.key_metric_text()),
                 e(r.claim.get("paper_figure", "")),
-                e(f"{r.mode}, {len(r.records)} seed(s)") if r.mode else "",
+                e(_mode_text(r)),
             ]
         )
+    row_classes = ["planned" if r.state == "planned" else "" for r in rows]
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -277,7 +296,9 @@ def render_html(rows: list[PaperResult]) -> str:
         "not reproduce at CPU scale is a finding, reported with its numbers.</p>",
         f"<p class='legend'>{legend}</p>",
         _table_html(
-            ["paper", "field", "status", "verdict", "measured (key metric)", "paper's figure", "mode"], overview
+            ["paper", "field", "status", "verdict", "measured (key metric)", "paper's figure", "mode"],
+            overview,
+            row_classes,
         ),
     ]
     for r in rows:
