@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from html.parser import HTMLParser
 
 import geode.claims._testing  # noqa: F401
@@ -78,7 +79,7 @@ def test_report_files_are_written_and_the_html_is_well_formed(tmp_path):
     parser.feed(html_text)
     assert parser.errors == [] and parser.stack == []
     assert parser.imgs == ["results/_ok/quick-seed0/curve.png"]
-    assert html_text.count("<tr>") >= 57 + 1
+    assert len(re.findall(r"<tr[ >]", html_text)) >= 57 + 1
     md = render_markdown(rows)
     assert "## SVF" in md and "![curve](results/_ok/quick-seed0/curve.png)" in md
     assert md.count("\n| `") + md.count("\n| [`") >= 57
