@@ -4,5 +4,16 @@ from __future__ import annotations
 
 from geode.data.assets import ASSETS, Asset, asset_status
 from geode.data.loaders import load_fashion_mnist, load_mnist, shakespeare_text
+from geode.data.yinyang import YINYANG_CLASS_NAMES, YinYangDataset, yinyang_class
 
-__all__ = ["ASSETS", "Asset", "asset_status", "load_fashion_mnist", "load_mnist", "shakespeare_text"]
+__all__ = [
+    "ASSETS",
+    "YINYANG_CLASS_NAMES",
+    "Asset",
+    "YinYangDataset",
+    "asset_status",
+    "load_fashion_mnist",
+    "load_mnist",
+    "shakespeare_text",
+    "yinyang_class",
+]

@@ -1,0 +1,30 @@
+"""Spiking and computational neuroscience: exact single-spike LIF layers and the field's shared tools.
+
+The paper folders live below (``geode.neuro.causal_pieces``); what several of them can reuse sits here:
+the exact event-based nLIF layer, its network container, latency coding, the first-spike loss and
+accuracy, and a time-stepped Euler simulation that cross-checks the closed form.
+"""
+
+from __future__ import annotations
+
+from geode.neuro.lif import (
+    NLIFLayer,
+    NLIFNetwork,
+    first_spike_accuracy,
+    first_spike_loss,
+    latency_encode,
+    nlif_spike_times,
+    simulate_lif_euler,
+    weight_sum_penalty,
+)
+
+__all__ = [
+    "NLIFLayer",
+    "NLIFNetwork",
+    "first_spike_accuracy",
+    "first_spike_loss",
+    "latency_encode",
+    "nlif_spike_times",
+    "simulate_lif_euler",
+    "weight_sum_penalty",
+]
