@@ -29,6 +29,7 @@ def register(
     reproduced: str | None = None,
     partial: str | None = None,
     key_metric: str | None = None,
+    timing_metrics: Sequence[str] = (),
 ) -> Callable[[Callable[[str, int], Outcome]], Callable[[str, int], Outcome]]:
     """Register the decorated ``run(mode, seed) -> Outcome`` as the claim check of paper ``slug``.
 
@@ -50,6 +51,9 @@ def register(
         all thresholds holding; ``partial`` to never.
     key_metric : str, optional
         Metric shown in the report's overview; defaults to the first threshold's metric.
+    timing_metrics : sequence of str, optional
+        Metrics measured from wall-clock time (e.g. speed-up ratios). The contract tests exempt them,
+        and only them, from "the same seed gives identical metrics".
 
     Examples
     --------
@@ -88,6 +92,7 @@ def register(
             run=fn,
             module=module,
             doc=inspect.cleandoc(pkg.__doc__ or "") if pkg is not None else "",
+            timing_metrics=tuple(timing_metrics),
         )
         if slug in _REGISTRY and _REGISTRY[slug].module != module:
             raise ValueError(f"claim {slug!r} is registered twice ({_REGISTRY[slug].module} and {module})")

@@ -258,6 +258,9 @@ class Claim:
         Module that registered the claim (used to re-import it in worker processes).
     doc : str
         The paper package's docstring: the method, the claim and every detail we had to infer.
+    timing_metrics : tuple of str
+        Metrics measured from wall-clock time (speed-ups). They are the only metrics allowed to differ
+        between two runs with the same seed; everything else must be bit-for-bit reproducible.
     """
 
     slug: str
@@ -273,6 +276,7 @@ class Claim:
     run: Callable[[str, int], Outcome]
     module: str
     doc: str = ""
+    timing_metrics: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         names = [t.name for t in self.thresholds]
@@ -303,4 +307,5 @@ class Claim:
             "partial": self.partial,
             "key_metric": self.key_metric,
             "doc": self.doc,
+            "timing_metrics": list(self.timing_metrics),
         }
