@@ -97,3 +97,14 @@ def test_reproduce_smoke_then_resume_then_report(capsys, tmp_path):
     assert code == 0 and "smoke-seed0.json" in out
     code, _, _ = run(capsys, "report", "--out", str(tmp_path))
     assert code == 0 and f'id="{slug}"' in (tmp_path / "index.html").read_text()
+
+
+def test_serve_sim_prints_json_metrics_and_rejects_bad_traces(capsys, tmp_path):
+    trace = tmp_path / "trace.csv"
+    trace.write_text("arrival,prompt_tokens,output_tokens\n0,10,5\n1,20,3\n2,5,50\n")
+    code, out, _ = run(capsys, "serve-sim", "--trace", str(trace), "--policy", "svf", "--kv-slots", "1000", "--json")
+    metrics = json.loads(out)
+    assert code == 0 and metrics["n_finished"] == 3
+    assert {"mean_latency", "p50_latency", "p99_latency", "throughput", "preemptions"} <= set(metrics)
+    code, _, err = run(capsys, "serve-sim", "--trace", str(tmp_path / "missing.csv"), "--kv-slots", "10")
+    assert code == 2 and "does not exist" in err and len(err.strip().splitlines()) == 1

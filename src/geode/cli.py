@@ -1,4 +1,4 @@
-"""The ``geode`` command line: list | show | reproduce | report | assets.
+"""The ``geode`` command line: list | show | reproduce | report | assets | serve-sim.
 
 Usage errors (an unknown slug, a bad mode, an unreadable result file) print one line to stderr and
 exit with code 2, never a traceback. ``geode reproduce`` exits with 1 when a claim ended in an error
@@ -240,6 +240,19 @@ def assets(
             console.print(f"ready: {prepare_smollm2_cache()}")
         except ImportError as exc:
             raise UsageFailure(str(exc)) from None
+
+
+@app.command(
+    "serve-sim",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []},
+)
+def serve_sim(ctx: typer.Context) -> None:
+    """Replay your CSV trace through the LLM serving simulator: --trace F.csv --policy svf --kv-slots M [--json]."""
+    from geode.inference.svf.serve_sim import main as serve_sim_main
+
+    code = serve_sim_main(list(ctx.args))
+    if code:
+        raise typer.Exit(code)
 
 
 @app.callback(invoke_without_command=True)

@@ -1,0 +1,45 @@
+"""Inference systems: a discrete-event LLM serving simulator with a KV-cache memory model, and the field's methods.
+
+* :mod:`geode.inference.serving`: requests (:class:`Workload`), the cost model, the baseline policies
+  :class:`FCFS` and :class:`SJF`, and :func:`simulate`;
+* :mod:`geode.inference.workloads`: length distributions rebuilt from public trace statistics, Poisson
+  and Gamma arrivals, and a CSV loader for a user's own trace;
+* :mod:`geode.inference.bounds`: batch-arrival lower bound and exact optimum (competitive ratios);
+* :mod:`geode.inference.svf`: Smallest Volume First and 1-bit SVF (paper ``svf``).
+"""
+
+from __future__ import annotations
+
+from geode.inference.bounds import batch_lower_bound, optimal_batch_cost
+from geode.inference.serving import FCFS, SJF, CostModel, Policy, SimResult, Workload, simulate, volume
+from geode.inference.svf import SVF, OneBitSVF, vllm_priority
+from geode.inference.workloads import (
+    TRACES,
+    arrival_times,
+    load_trace,
+    predict_output_lengths,
+    rate_for_load,
+    synthetic_workload,
+)
+
+__all__ = [
+    "FCFS",
+    "SJF",
+    "SVF",
+    "TRACES",
+    "CostModel",
+    "OneBitSVF",
+    "Policy",
+    "SimResult",
+    "Workload",
+    "arrival_times",
+    "batch_lower_bound",
+    "load_trace",
+    "optimal_batch_cost",
+    "predict_output_lengths",
+    "rate_for_load",
+    "simulate",
+    "synthetic_workload",
+    "vllm_priority",
+    "volume",
+]

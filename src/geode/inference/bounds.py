@@ -1,0 +1,154 @@
+"""Batch-arrival benchmarks for serving schedulers: a lower bound on the optimum and the exact optimum.
+
+In the batch setting every request arrives at time 0 and every step takes one time unit, so a
+schedule's cost is its total completion time :math:`\\sum_i C_i` in steps (:math:`C_i` = number of steps
+until request :math:`i` has produced its last token). The competitive ratio of a policy is its cost over
+the optimal cost; :func:`batch_lower_bound` bounds the optimum from below for any size, and
+:func:`optimal_batch_cost` computes it exactly for small instances.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from geode.core.validation import check_int, check_real
+from geode.inference.serving import as_lengths
+
+__all__ = ["batch_lower_bound", "optimal_batch_cost"]
+
+
+def _instance(prompt: Any, output: Any, kv_slots: Any) -> tuple[np.ndarray, np.ndarray, int]:
+    s = as_lengths("prompt", np.atleast_1d(prompt), low=0)
+    o = as_lengths("output", np.atleast_1d(output), low=1)
+    if s.shape != o.shape:
+        raise ValueError(f"prompt and output must have the same length; got {s.shape[0]} and {o.shape[0]}")
+    m = check_int("kv_slots", kv_slots, low=1)
+    if (s + o).max() > m:
+        i = int(np.argmax(s + o))
+        raise ValueError(f"kv_slots={m} is smaller than the peak memory s+o={int(s[i] + o[i])} of request {i}")
+    return s, o, m
+
+
+def batch_lower_bound(prompt: Any, output: Any, kv_slots: int) -> float:
+    """A lower bound on the optimal total completion time (in steps) when all requests arrive at once.
+
+    .. math::
+
+        \\mathrm{LB} = \\sum_{k=1}^{n}
+        \\max\\Big(o_{(k)},\\ \\Big\\lceil \\frac{1}{M} \\sum_{i=1}^{k} V_{(i)} \\Big\\rceil\\Big)
+
+    with :math:`o_{(k)}` the :math:`k`-th smallest output length and :math:`V_{(i)}` the :math:`i`-th
+    smallest volume :math:`V = s\\,o + o(o+1)/2`. Proof: let :math:`C_{[k]}` be the :math:`k`-th smallest
+    completion time of any feasible schedule. The :math:`k` requests done by then each took at least
+    their own output length, so :math:`C_{[k]} \\ge o_{(k)}`; they also used their whole volumes of
+    slot-steps out of at most :math:`M` per step, so :math:`M C_{[k]} \\ge \\sum_{i \\le k} V_{(i)}`.
+    Preemption (recompute) only adds volume, so the bound holds for preemptive schedules too.
+
+    Parameters
+    ----------
+    prompt, output : array_like of int, shape (n,)
+        Prompt (>= 0) and output (>= 1) lengths.
+    kv_slots : int
+        Cache size :math:`M` (at least every request's peak :math:`s + o`).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> batch_lower_bound([1, 1], [1, 1], kv_slots=4)  # both fit together: each needs one step
+    2.0
+    """
+    s, o, m = _instance(prompt, output, kv_slots)
+    v = np.sort(s * o + o * (o + 1) // 2)
+    by_volume = -(-np.cumsum(v) // m)  # ceil
+    return float(np.maximum(np.sort(o), by_volume).sum())
+
+
+def optimal_batch_cost(
+    prompt: Any, output: Any, kv_slots: int, *, max_requests: int = 12, time_limit: float = 60.0
+) -> tuple[float, np.ndarray]:
+    """The optimal total completion time (steps) of a small batch instance, by integer programming.
+
+    Non-preemptive schedules (a started request runs to completion, the model of the competitive
+    analysis) as a time-indexed integer program solved with HiGHS (``scipy.optimize.milp``):
+
+    .. math::
+
+        \\min \\sum_{i,t} (t + o_i)\\, x_{it} \\quad \\text{s.t.} \\quad \\sum_t x_{it} = 1, \\qquad
+        \\sum_i \\sum_{t = \\tau - o_i + 1}^{\\tau} (s_i + \\tau - t + 1)\\, x_{it} \\le M \\ \\ \\forall \\tau,
+        \\qquad x_{it} \\in \\{0, 1\\},
+
+    where :math:`x_{it} = 1` when request :math:`i` starts at step :math:`t`. An optimal schedule never
+    idles (removing an idle step shifts later requests without changing memory), so start steps
+    :math:`t \\le \\sum_i o_i - o_i` suffice.
+
+    Parameters
+    ----------
+    prompt, output : array_like of int, shape (n,)
+        Prompt and output lengths.
+    kv_slots : int
+        Cache size :math:`M`.
+    max_requests : int
+        Refuse instances larger than this (the program grows as :math:`n \\sum_i o_i`).
+    time_limit : float
+        Seconds for the solver; a ``RuntimeError`` is raised if it does not prove optimality in time.
+
+    Returns
+    -------
+    cost : float
+        The optimal :math:`\\sum_i C_i`.
+    starts : numpy.ndarray of int64, shape (n,)
+        An optimal start step per request.
+    """
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_matrix
+
+    s, o, m = _instance(prompt, output, kv_slots)
+    n = s.shape[0]
+    check_int("max_requests", max_requests, low=1)
+    if n > max_requests:
+        raise ValueError(f"optimal_batch_cost is for small instances: {n} requests > max_requests={max_requests}")
+    time_limit = check_real("time_limit", time_limit, low=0.0, low_inclusive=False)
+    horizon = int(o.sum())
+    var_i, var_t = [], []
+    for i in range(n):
+        ts = np.arange(horizon - o[i] + 1)
+        var_i.append(np.full(ts.shape[0], i))
+        var_t.append(ts)
+    vi = np.concatenate(var_i)
+    vt = np.concatenate(var_t)
+    nv = vi.shape[0]
+    cost = (vt + o[vi]).astype(float)
+    # assignment rows
+    a_rows = [vi]
+    a_cols = [np.arange(nv)]
+    a_vals = [np.ones(nv)]
+    # memory rows: variable (i, t) occupies steps t..t+o_i-1 with s_i + (tau - t) + 1 slots
+    span = o[vi]
+    rep = np.repeat(np.arange(nv), span)
+    offset = np.arange(rep.shape[0]) - np.repeat(np.cumsum(span) - span, span)  # tau - t
+    a_rows.append(n + vt[rep] + offset)
+    a_cols.append(rep)
+    a_vals.append((s[vi[rep]] + offset + 1).astype(float))
+    mat = coo_matrix(
+        (np.concatenate(a_vals), (np.concatenate(a_rows), np.concatenate(a_cols))), shape=(n + horizon, nv)
+    ).tocsr()
+    lower = np.concatenate([np.ones(n), np.full(horizon, -np.inf)])
+    upper = np.concatenate([np.ones(n), np.full(horizon, float(m))])
+    res = milp(
+        cost,
+        constraints=LinearConstraint(mat, lower, upper),
+        integrality=np.ones(nv),
+        bounds=Bounds(0, 1),
+        options={"time_limit": time_limit},
+    )
+    if res.status != 0 or res.x is None:
+        raise RuntimeError(f"the integer program did not reach a proven optimum: {res.message}")
+    x = res.x > 0.5
+    starts = np.zeros(n, np.int64)
+    starts[vi[x]] = vt[x]
+    return float(np.sum(starts + o)), starts

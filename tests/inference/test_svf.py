@@ -1,0 +1,215 @@
+"""SVF and 1-bit SVF: the volume order, identities with SJF/FCFS, hand-checked schedules, the vLLM priority
+mapping, the serve-sim command and the claim check."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from geode.inference import FCFS, SJF, SVF, CostModel, OneBitSVF, Workload, simulate, vllm_priority, volume
+from geode.inference.svf.serve_sim import main as serve_sim_main
+from geode.inference.svf.serve_sim import make_policy, serve_sim
+from geode.inference.workloads import synthetic_workload
+
+UNIT = CostModel.unit()
+
+
+def test_volume_is_the_area_under_the_memory_curve():
+    rng = np.random.default_rng(0)
+    s, o = rng.integers(0, 100, 50), rng.integers(1, 100, 50)
+    by_sum = np.array([sum(si + j for j in range(1, oi + 1)) for si, oi in zip(s, o)])
+    np.testing.assert_array_equal(volume(s, o), by_sum)
+    np.testing.assert_array_equal(SVF().priority(s, o, np.zeros(50)), by_sum.astype(float))
+    with pytest.raises(ValueError, match="same length"):
+        volume([1, 2], [1])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 30), st.integers(0, 50), st.integers(0, 10_000))
+def test_svf_equals_sjf_when_all_prompts_are_equal(n, prompt, seed):
+    # V = s o + o(o+1)/2 is strictly increasing in o for a fixed s: the two orders coincide, ties included
+    rng = np.random.default_rng(seed)
+    o = rng.integers(1, 30, n)
+    arr = np.sort(rng.integers(0, 20, n)).astype(float)
+    m = prompt + int(o.max()) + int(rng.integers(0, 80))
+    w = Workload(arr, np.full(n, prompt), o)
+    a, b = simulate(w, SVF(), m, cost=UNIT), simulate(w, SJF(), m, cost=UNIT)
+    np.testing.assert_array_equal(a.finish, b.finish)
+    np.testing.assert_array_equal(a.first_token, b.first_token)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 30), st.integers(0, 10_000))
+def test_one_bit_svf_with_a_single_class_is_fcfs(n, seed):
+    rng = np.random.default_rng(seed)
+    s, o = rng.integers(0, 20, n), rng.integers(1, 20, n)
+    w = Workload(np.sort(rng.integers(0, 30, n)).astype(float), s, o)
+    m = int((s + o).max() + rng.integers(0, 60))
+    fcfs = simulate(w, FCFS(), m, cost=UNIT).finish
+    for theta in (0.0, float(volume(s, o).max())):  # everyone long (theta below the smallest) / everyone short
+        if theta == 0.0 and volume(s, o).min() == 0:
+            continue
+        np.testing.assert_array_equal(simulate(w, OneBitSVF(threshold=theta), m, cost=UNIT).finish, fcfs)
+
+
+def test_one_bit_svf_bits_and_default_median_threshold():
+    s = np.array([0, 0, 0, 0])
+    o = np.array([1, 2, 3, 4])  # volumes 1, 3, 6, 10; median 4.5
+    assert OneBitSVF().bits(s, o).tolist() == [0, 0, 1, 1]
+    assert OneBitSVF(threshold=3).bits(s, o).tolist() == [0, 0, 1, 1]
+    assert OneBitSVF(quantile=0.9).bits(s, o).tolist() == [0, 0, 0, 1]
+    with pytest.raises(ValueError, match="quantile must be < 1"):
+        OneBitSVF(quantile=1.0)
+    with pytest.raises(ValueError, match="threshold must be >= 0"):
+        OneBitSVF(threshold=-1)
+
+
+def test_hand_checked_online_schedule_svf_vs_fcfs():
+    # M = 11, unit steps. L (s=8, o=3) arrives at 0 and holds 9, 10, 11 at steps 0, 1, 2.
+    # X (s=0, o=6: slots 1..6, volume 21) and Y (s=8, o=2: slots 9, 10, volume 19) arrive at 1.
+    w = Workload([0.0, 1.0, 1.0], prompt=[8, 0, 8], output=[3, 6, 2])
+    fc = simulate(w, FCFS(), 11, cost=UNIT)
+    # FCFS, head X: step 1: 10 + 1 fits now, but at L's last step 11 + 2 > 11; step 2: 11 + 1 > 11; step 3: X
+    # starts (steps 3..8, done at 9). Y beside X: at its last step X holds k - 1 and Y 10: never fits before X
+    # ends; Y runs steps 9, 10 -> done at 11.
+    np.testing.assert_array_equal(fc.finish, [3.0, 9.0, 11.0])
+    sv = simulate(w, SVF(), 11, cost=UNIT)
+    # SVF, head Y (19 < 21): steps 1, 2 too full; step 3: Y starts (9, 10; done at 5). X at step 3: at Y's last
+    # step 10 + 2 > 11; step 4: 10 + 1 = 11 fits and Y then leaves -> X runs steps 4..9, done at 10.
+    np.testing.assert_array_equal(sv.finish, [3.0, 10.0, 5.0])
+    assert sv.latency.sum() == 16.0 and fc.latency.sum() == 21.0
+    np.testing.assert_array_equal(sv.first_token, [1.0, 5.0, 4.0])
+
+
+def test_svf_beats_fcfs_on_mean_latency_under_load():
+    w = synthetic_workload("azure-conv", 800, load=1.1, kv_slots=30_000, seed=11)
+    f = simulate(w, FCFS(), 30_000).latency.mean()
+    s = simulate(w, SVF(), 30_000).latency.mean()
+    assert s < f
+
+
+# --------------------------------------------------------------------------------------------------
+# vLLM interop
+# --------------------------------------------------------------------------------------------------
+
+
+def test_vllm_priority_mapping():
+    s, o = [10, 0, 3], [2, 4, 1]
+    assert vllm_priority("svf", s, o) == [23, 10, 4]
+    assert vllm_priority("SVF", s, o) == volume(s, o).tolist()
+    assert vllm_priority(OneBitSVF(threshold=9), s, o) == [1, 1, 0]
+    assert vllm_priority("1bit-svf", s, o) == OneBitSVF().bits(s, o).tolist()
+    assert vllm_priority("sjf", s, o) == [2, 4, 1]
+    assert vllm_priority("fcfs", s, o) == [0, 0, 0]
+    assert all(isinstance(p, int) for p in vllm_priority("svf", s, o))
+    with pytest.raises(ValueError, match="policy must be one of"):
+        vllm_priority("lifo", s, o)
+    with pytest.raises(ValueError, match="predicted_output_tokens must be >= 1"):
+        vllm_priority("svf", [1], [0])
+    with pytest.raises(TypeError, match="policy must be"):
+        vllm_priority(3, [1], [1])
+
+
+@pytest.mark.parametrize("policy", [SVF(), OneBitSVF()])
+def test_vllm_heap_order_reproduces_the_simulator_order(policy):
+    # vLLM's waiting heap pops ascending (priority, arrival_time); the simulator serves ascending
+    # (priority, arrival, index): the orders must agree
+    w = synthetic_workload("azure-conv", 300, rate=0.5, seed=2)
+    prio = vllm_priority(policy, w.prompt, w.predicted)
+    vllm_order = sorted(range(len(w)), key=lambda i: (prio[i], w.arrival[i], i))
+    ours = np.lexsort((np.arange(len(w)), w.arrival, policy.priority(w.prompt, w.predicted, w.arrival)))
+    assert vllm_order == ours.tolist()
+
+
+# --------------------------------------------------------------------------------------------------
+# serve-sim
+# --------------------------------------------------------------------------------------------------
+
+
+def _trace(tmp_path, rows: str):
+    p = tmp_path / "t.csv"
+    p.write_text("arrival,prompt_tokens,output_tokens\n" + rows)
+    return p
+
+
+def test_serve_sim_json_output(tmp_path, capsys):
+    w = synthetic_workload("azure-conv", 200, rate=0.05, seed=1)
+    rows = "".join(f"{a},{s},{o}\n" for a, s, o in zip(w.arrival, w.prompt, w.output))
+    path = _trace(tmp_path, rows)
+    code = serve_sim_main(["--trace", str(path), "--policy", "1bit-svf", "--kv-slots", "30000", "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    for key in ("mean_latency", "p50_latency", "p99_latency", "throughput", "preemptions", "n_finished"):
+        assert key in out and math.isfinite(out[key])
+    assert out["n_finished"] == 200
+    direct = simulate(w, OneBitSVF(), 30_000).metrics()
+    assert out["mean_latency"] == pytest.approx(direct["mean_latency"])
+    noisy = serve_sim(path, "svf", 30_000, predictor_error=0.5, seed=3)
+    assert noisy["n_finished"] == 200
+    assert serve_sim_main(["--trace", str(path), "--policy", "fcfs", "--kv-slots", "30000"]) == 0
+    assert "mean_latency" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("rows", "args", "message"),
+    [
+        ("0,1,2\n1,x,2\n", [], "line 3: prompt_tokens must be a number"),
+        ("0,1,2\n", ["--policy", "lifo"], "policy must be one of"),
+        ("0,100,2\n", ["--kv-slots", "50"], "kv_slots=50 is smaller than the peak memory"),
+        ("2,1,2\n1,1,2\n", [], "arrivals must be non-decreasing"),
+        ("0,1,2\n", ["--predictor-error", "-1"], "predictor_error must be >= 0"),
+    ],
+)
+def test_serve_sim_bad_input_is_one_line_and_exit_2(tmp_path, capsys, rows, args, message):
+    path = _trace(tmp_path, rows)
+    argv = ["--trace", str(path), "--kv-slots", "1000", *args]
+    assert serve_sim_main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_serve_sim_sort_flag_and_missing_file(tmp_path, capsys):
+    path = _trace(tmp_path, "2,1,2\n1,1,2\n")
+    assert serve_sim_main(["--trace", str(path), "--kv-slots", "100", "--sort", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n_finished"] == 2
+    assert serve_sim_main(["--trace", str(tmp_path / "missing.csv"), "--kv-slots", "100"]) == 2
+    assert make_policy("SVF").name == "SVF"
+
+
+# --------------------------------------------------------------------------------------------------
+# The claim check
+# --------------------------------------------------------------------------------------------------
+
+
+def test_claim_thresholds_are_the_issues():
+    from geode.claims import load_claim
+
+    c = load_claim("svf")
+    got = {t.name: (t.metric, t.op, t.value) for t in c.thresholds}
+    assert got == {
+        "mean_mod": ("svf_mean_reduction_moderate", ">=", 0.20),
+        "mean_over": ("svf_mean_reduction_overload", ">=", 0.20),
+        "tail_mod": ("svf_p99_over_fcfs_moderate", "<=", 1.0),
+        "tail_over": ("svf_p99_over_fcfs_overload", "<=", 1.0),
+        "onebit": ("onebit_mean_over_svf_max", "<=", 1.25),
+        "cr": ("svf_cr_batch", "<=", 5.0),
+    }
+    assert c.partial == "mean_mod and mean_over and onebit and cr"
+    assert "Smallest Volume First" in c.doc
+
+
+def test_claim_smoke_run():
+    from geode.claims import load_claim
+
+    c = load_claim("svf")
+    out = c.run("smoke", 0)
+    assert all(math.isfinite(v) for v in out.metrics.values())
+    assert {"latency_cdf", "latency_vs_load"} <= set(out.figures)
+    assert out.metrics["svf_cr_batch"] >= 1.0 and out.metrics["svf_cr_vs_opt_small"] >= 1.0
+    verdict, _checks = c.verdict(out.metrics)
+    assert verdict in ("reproduced", "partial", "not reproduced")
