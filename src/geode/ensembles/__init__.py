@@ -1,0 +1,66 @@
+"""Ensembles: decision-level fusion of soft outputs, and mutual correction between two models.
+
+* :mod:`geode.ensembles.simplex`: simplex validation, clr / softmax, KL, NLL, ECE;
+* :mod:`geode.ensembles.fusion`: the fusion baselines (linear and logarithmic pools, majority vote, direct
+  fusion, global and per-oracle temperature scaling);
+* :mod:`geode.ensembles.mutual`: rounds of gated pseudo-label exchange between a target model and a partner,
+  with the baselines self-training, teacher -> student, naive exchange and confidence gating;
+* :mod:`geode.ensembles.comparability_fusion`: comparability recovery before soft fusion (paper
+  ``comparability-fusion``);
+* :mod:`geode.ensembles.safecut`: the cut statistic and cut-gated mutual correction (paper ``safecut``).
+
+Importing this package needs numpy only (torch is imported when a model is trained).
+"""
+
+from __future__ import annotations
+
+from geode.ensembles.comparability_fusion import ComparabilityRecovery, geometry_descriptor
+from geode.ensembles.fusion import (
+    PerOracleTemperatureScaling,
+    TemperatureScaling,
+    direct_fusion,
+    fit_inverse_temperature,
+    log_pool,
+    majority_vote,
+    mean_fusion,
+)
+from geode.ensembles.mutual import MutualCorrection, RoundState, confidence_gate, mutual_targets
+from geode.ensembles.safecut import SafeCut, SafeCutGate, cut_statistic, knn_graph
+from geode.ensembles.simplex import (
+    accuracy,
+    as_oracle_stack,
+    check_simplex,
+    clr,
+    expected_calibration_error,
+    kl_divergence,
+    nll,
+    softmax,
+)
+
+__all__ = [
+    "ComparabilityRecovery",
+    "MutualCorrection",
+    "PerOracleTemperatureScaling",
+    "RoundState",
+    "SafeCut",
+    "SafeCutGate",
+    "TemperatureScaling",
+    "accuracy",
+    "as_oracle_stack",
+    "check_simplex",
+    "clr",
+    "confidence_gate",
+    "cut_statistic",
+    "direct_fusion",
+    "expected_calibration_error",
+    "fit_inverse_temperature",
+    "geometry_descriptor",
+    "kl_divergence",
+    "knn_graph",
+    "log_pool",
+    "majority_vote",
+    "mean_fusion",
+    "mutual_targets",
+    "nll",
+    "softmax",
+]

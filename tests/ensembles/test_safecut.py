@@ -1,0 +1,249 @@
+"""SafeCut: the cut statistic (hand-made graph, brute force, limit cases), the gate's identities and limits,
+SafeCut's reduction to self-training, validation and the claim check."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from geode.ensembles import MutualCorrection, SafeCut, SafeCutGate, confidence_gate, cut_statistic, knn_graph
+from geode.ensembles.mutual import RoundState
+
+
+def brute_force_cut_statistic(x: np.ndarray, y: np.ndarray, k: int) -> np.ndarray:
+    n = x.shape[0]
+    pi = np.bincount(y) / n
+    z = np.zeros(n)
+    for i in range(n):
+        d = [(float(np.linalg.norm(x[i] - x[j])), j) for j in range(n) if j != i]
+        d.sort()
+        nbrs = d[:k]
+        w = np.array([1.0 / (1.0 + dist) for dist, _ in nbrs])
+        cut = sum(wi for wi, (_, j) in zip(w, nbrs) if y[j] != y[i])
+        p = pi[y[i]]
+        mu = (1 - p) * w.sum()
+        sd = math.sqrt(p * (1 - p) * (w**2).sum())
+        z[i] = (cut - mu) / sd if sd > 0 else 0.0
+    return z
+
+
+def test_cut_statistic_on_a_hand_made_graph():
+    # points 0, 1, 3, 6 on a line, labels 0 0 1 1, k = 1:
+    # 0 -> 1 (w 1/2, same), 1 -> 0 (w 1/2, same), 3 -> 1 (w 1/3, cut), 6 -> 3 (w 1/4, same); pi = (1/2, 1/2)
+    # mu_i = w_i / 2, sigma_i = w_i / 2  =>  Z = (J - w/2) / (w/2) = -1, -1, +1, -1
+    x = np.array([[0.0], [1.0], [3.0], [6.0]])
+    parts = cut_statistic(x, [0, 0, 1, 1], k=1, return_parts=True)
+    np.testing.assert_array_equal(parts.neighbors[:, 0], [1, 0, 1, 2])
+    np.testing.assert_allclose(parts.weights[:, 0], [1 / 2, 1 / 2, 1 / 3, 1 / 4])
+    np.testing.assert_allclose(parts.cut, [0, 0, 1 / 3, 0])
+    np.testing.assert_allclose(parts.z, [-1.0, -1.0, 1.0, -1.0])
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_cut_statistic_matches_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(25, 3))
+    y = rng.integers(0, 3, 25)
+    y[:3] = [0, 1, 2]
+    for k in (1, 4, 24):
+        np.testing.assert_allclose(cut_statistic(x, y, k), brute_force_cut_statistic(x, y, k), atol=1e-10)
+
+
+def test_knn_graph_matches_a_full_sort_and_chunking_is_invisible():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(60, 4))
+    idx, dist = knn_graph(x, 7)
+    d = np.linalg.norm(x[:, None] - x[None], axis=-1)
+    np.fill_diagonal(d, np.inf)
+    np.testing.assert_array_equal(idx, np.argsort(d, axis=1, kind="stable")[:, :7])
+    np.testing.assert_allclose(dist, np.sort(d, axis=1)[:, :7], atol=1e-10)
+    idx2, dist2 = knn_graph(x, 7, chunk=7)
+    np.testing.assert_array_equal(idx, idx2)
+    np.testing.assert_allclose(dist, dist2)
+
+
+def test_perfectly_separated_clusters_give_the_closed_form():
+    # labels = clusters, k below the cluster size: no edge is cut, Z_i = -mu_i / sigma_i
+    rng = np.random.default_rng(1)
+    centers = np.array([[0.0, 0.0], [100.0, 0.0], [0.0, 100.0]])
+    y = np.repeat([0, 1, 2], [10, 20, 30])
+    x = centers[y] + rng.normal(scale=0.5, size=(60, 2))
+    parts = cut_statistic(x, y, k=5, return_parts=True)
+    assert np.all(parts.cut == 0)
+    pi = np.array([10, 20, 30])[y] / 60
+    w = parts.weights
+    expected = -(1 - pi) * w.sum(1) / np.sqrt(pi * (1 - pi) * (w**2).sum(1))
+    np.testing.assert_allclose(parts.z, expected)
+    assert np.all(parts.z < 0)
+
+
+def test_random_labels_follow_the_null_distribution():
+    # labels independent of the geometry: Z has mean ~0 and variance ~1 (that is what mu, sigma standardise)
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(3000, 5))
+    y = rng.integers(0, 4, 3000)
+    z = cut_statistic(x, y, k=20)
+    assert abs(z.mean()) < 0.06
+    assert abs(z.std() - 1.0) < 0.08
+
+
+def test_wrong_labels_get_high_z():
+    # two clusters, a few labels flipped: the flipped ones have the highest Z
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.normal(size=(50, 2)), rng.normal(size=(50, 2)) + 8])
+    y = np.repeat([0, 1], 50)
+    flipped = np.array([3, 17, 60, 88])
+    y[flipped] = 1 - y[flipped]
+    z = cut_statistic(x, y, k=10)
+    assert set(np.argsort(z)[-4:]) == set(flipped)
+
+
+def test_single_label_gives_zero_and_validation():
+    x = np.random.default_rng(4).normal(size=(10, 2))
+    np.testing.assert_array_equal(cut_statistic(x, np.zeros(10, dtype=int), k=3), 0.0)
+    with pytest.raises(ValueError, match=r"k must be <= n_samples - 1 = 9"):
+        cut_statistic(x, np.zeros(10, dtype=int), k=10)
+    with pytest.raises(ValueError, match="one label per row"):
+        cut_statistic(x, np.zeros(9, dtype=int), k=3)
+    with pytest.raises(TypeError, match="integer class labels"):
+        cut_statistic(x, np.zeros(10), k=3)
+    with pytest.raises(ValueError, match="non-negative"):
+        cut_statistic(x, -np.ones(10, dtype=int), k=3)
+    with pytest.raises(ValueError, match="k must be >= 1"):
+        cut_statistic(x, np.zeros(10, dtype=int), k=0)
+    with pytest.raises(ValueError, match="finite"):
+        cut_statistic(np.full((10, 2), np.nan), np.zeros(10, dtype=int), k=3)
+
+
+# --- the gate ------------------------------------------------------------------------------------------
+
+
+def test_gate_identities():
+    rng = np.random.default_rng(5)
+    zt, zv = rng.normal(size=200), rng.normal(size=200)
+    gate = SafeCutGate(tau=0.7)
+    w_t, w_v = gate.weights(zt, zv)
+    assert np.all((w_t >= 0) & (w_t < 1) & (w_v >= 0) & (w_v < 1))
+    assert np.all((w_t == 0) | (w_v == 0))  # one direction per sample
+    np.testing.assert_array_equal(w_t > 0, zv < zt)  # the partner supervises when its Z is lower
+    # swapping the models swaps the directions
+    s_t, s_v = gate.weights(zv, zt)
+    np.testing.assert_allclose(s_t, w_v, atol=1e-15)
+    np.testing.assert_allclose(s_v, w_t, atol=1e-15)
+    # strength: w = tanh(|dZ| / (2 tau))
+    np.testing.assert_allclose(w_t + w_v, np.tanh(np.abs(zt - zv) / 1.4), atol=1e-12)
+
+
+def test_gate_limits():
+    z = np.array([-2.0, 0.0, 3.0])
+    w_t, w_v = SafeCutGate(1.0).weights(z, z)  # equal reliabilities: no exchange
+    assert np.all(w_t == 0) and np.all(w_v == 0)
+    w_t, w_v = SafeCutGate(math.inf).weights(z, -z)
+    assert np.all(w_t == 0) and np.all(w_v == 0)
+    # tau -> 0 with Z replaced by minus the confidence: confidence-gated exchange
+    rng = np.random.default_rng(6)
+    ct, cv = rng.random(100), rng.random(100)
+    h_t, h_v = SafeCutGate(1e-9).weights(-ct, -cv)
+    c_t, c_v = confidence_gate(ct, cv)
+    np.testing.assert_allclose(h_t, c_t, atol=1e-6)
+    np.testing.assert_allclose(h_v, c_v, atol=1e-6)
+    with pytest.raises(ValueError, match="tau must be > 0"):
+        SafeCutGate(0.0)
+    with pytest.raises(ValueError, match="z_v must have shape"):
+        SafeCutGate().weights([0.0, 1.0], [0.0])
+
+
+def test_gate_on_samples_the_target_model_gets_wrong():
+    # two clusters; the target model mislabels 8 scattered points of the first, the partner labels all right:
+    # on those points the partner supervises the target model, strongly, and never the other way round
+    rng = np.random.default_rng(7)
+    x = np.concatenate([rng.normal(size=(40, 2)), rng.normal(size=(40, 2)) + 10])
+    lv = np.repeat([0, 2], 40)
+    lt = lv.copy()
+    wrong = np.zeros(80, dtype=bool)
+    wrong[rng.choice(40, 8, replace=False)] = True
+    lt[wrong] = 1
+    probs_t, probs_v = np.eye(3)[lt], np.eye(3)[lv]
+    w_t, w_v = SafeCut(k=10).gate(RoundState(probs_t, probs_v, x, x, 0))
+    assert np.all(w_t[wrong] > 0.3) and np.all(w_v[wrong] == 0)
+
+
+# --- SafeCut's training --------------------------------------------------------------------------------
+
+
+def _models():
+    import torch
+
+    from geode.ensembles.safecut.experiment import FrozenEncoderClassifier, MLPClassifier
+
+    torch.manual_seed(0)
+    return MLPClassifier(4, 3, hidden=8), FrozenEncoderClassifier(4, 3, hidden=8, generator=torch.Generator())
+
+
+def test_safecut_with_equal_reliabilities_is_self_training():
+    import torch
+
+    t, v = _models()
+    x = np.random.default_rng(8).normal(size=(50, 4)).astype(np.float32)
+    y = np.arange(50) % 3
+    kw = {"rounds": 2, "epochs": 2, "im_weight": 0.5, "seed": 4}
+    a_t, a_v, ha = SafeCut(tau=math.inf, k=5, **kw).fit(t, v, x, y=y)
+    b_t, b_v, hb = MutualCorrection("self", **kw).fit(t, v, x, y=y)
+    for p, q in zip(list(a_t.parameters()) + list(a_v.parameters()), list(b_t.parameters()) + list(b_v.parameters())):
+        assert torch.equal(p, q)
+    assert [h["acc_t"] for h in ha] == [h["acc_t"] for h in hb]
+
+
+def test_safecut_fit_runs_deterministically_and_validates():
+    t, v = _models()
+    x = np.random.default_rng(9).normal(size=(40, 4)).astype(np.float32)
+    y = np.arange(40) % 3
+    h1 = SafeCut(k=5, rounds=2, epochs=1, seed=1).fit(t, v, x, y=y)[2]
+    h2 = SafeCut(k=5, rounds=2, epochs=1, seed=1).fit(t, v, x, y=y)[2]
+    assert h1 == h2 and len(h1) == 3
+    assert {"mean_w_t", "mean_w_v", "net_correction_t", "net_correction_v"} <= set(h1[0])
+    with pytest.raises(ValueError, match="k must be <= n_samples - 1"):
+        SafeCut(k=40, rounds=1, epochs=1).fit(t, v, x)
+    with pytest.raises(ValueError, match="k must be >= 1"):
+        SafeCut(k=0)
+
+
+def test_complementary_failure_data_fails_on_complementary_halves():
+    from geode.ensembles.safecut.experiment import complementary_failure_data
+
+    d = complementary_failure_data(50, 60, shift=2.0, seed=0)
+    assert d.x_target.shape == (50, 16) and d.x_source.shape == (60, 16) and d.x_partner.shape == (60, 16)
+    d0 = complementary_failure_data(50, 60, shift=0.0, seed=0)
+    d1 = complementary_failure_data(50, 60, shift=0.0, seed=0)
+    np.testing.assert_array_equal(d0.x_source, d1.x_source)
+
+
+# --- the claim check -----------------------------------------------------------------------------------
+
+
+def test_claim_thresholds_are_the_issues():
+    from geode.claims import load_claim
+
+    c = load_claim("safecut")
+    got = {t.name: (t.metric, t.op, t.value) for t in c.thresholds}
+    assert got == {
+        "beats_source": ("gain_vs_source_only_pts", ">=", 2.0),
+        "beats_naive": ("gain_vs_naive_pts", ">=", 2.0),
+        "beats_confidence": ("gain_vs_confidence_pts", ">=", 2.0),
+    }
+    assert c.reproduced == "beats_source and beats_naive and beats_confidence"
+    assert c.partial == "beats_source and beats_naive"
+    assert "cut statistic" in c.doc
+
+
+def test_claim_smoke_run():
+    from geode.claims import load_claim
+
+    c = load_claim("safecut")
+    out = c.run("smoke", 0)
+    assert all(math.isfinite(v) for v in out.metrics.values())
+    assert {"accuracy", "rounds"} <= set(out.figures)
+    assert 0.0 <= out.metrics["acc_safecut"] <= 1.0
+    assert c.verdict(out.metrics)[0] in ("reproduced", "partial", "not reproduced")
