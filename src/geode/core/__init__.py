@@ -6,6 +6,7 @@ only once a second paper needs it; a paper's own math stays in its folder.
 
 from __future__ import annotations
 
+from geode.core.ess import autocorrelation, autocorrelation_ess, ess_mse
 from geode.core.linalg import effective_rank, polar, principal_angles, sign_fixed_qr, stable_rank
 from geode.core.random import as_generator, seed_everything, set_single_thread, torch_generator
 from geode.core.timing import speed_ratio, time_callable
@@ -21,6 +22,8 @@ from geode.core.validation import (
 
 __all__ = [
     "as_generator",
+    "autocorrelation",
+    "autocorrelation_ess",
     "check_array",
     "check_choice",
     "check_finite",
@@ -29,6 +32,7 @@ __all__ = [
     "check_probability",
     "check_real",
     "effective_rank",
+    "ess_mse",
     "polar",
     "principal_angles",
     "seed_everything",

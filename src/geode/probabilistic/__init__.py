@@ -1,0 +1,46 @@
+"""Probabilistic inference: samplers in blackjax's kernel idiom, their targets and shared baselines.
+
+Kernels have ``init(position) -> state`` and ``step(rng, state) -> (state, info)`` and run many
+chains at once (positions of shape (c, d)); :func:`sample` drives any of them from one seed.
+
+Baselines shared by the field's papers: :class:`MALA`, :class:`FisherMALA` (online Fisher
+preconditioner, :class:`OnlineFisher`) and :class:`SRMC` (score-repellent Monte Carlo). Targets:
+anisotropic Gaussians and Bayesian logistic-regression posteriors (:mod:`geode.probabilistic.targets`).
+"""
+
+from __future__ import annotations
+
+from geode.probabilistic.fisher import FisherEstimate, OnlineFisher, fisher_from_samples
+from geode.probabilistic.mala import MALA, FisherMALA, FisherMALAState, MALAInfo, MALAState
+from geode.probabilistic.sampling import SampleResult, sample
+from geode.probabilistic.srmc import SRMC, SRMCInfo, SRMCState
+from geode.probabilistic.targets import (
+    GaussianTarget,
+    LogisticRegressionTarget,
+    anisotropic_gaussian,
+    breast_cancer_logistic,
+    digits_logistic,
+    synthetic_logistic,
+)
+
+__all__ = [
+    "MALA",
+    "SRMC",
+    "FisherEstimate",
+    "FisherMALA",
+    "FisherMALAState",
+    "GaussianTarget",
+    "LogisticRegressionTarget",
+    "MALAInfo",
+    "MALAState",
+    "OnlineFisher",
+    "SRMCInfo",
+    "SRMCState",
+    "SampleResult",
+    "anisotropic_gaussian",
+    "breast_cancer_logistic",
+    "digits_logistic",
+    "fisher_from_samples",
+    "sample",
+    "synthetic_logistic",
+]

@@ -1,0 +1,58 @@
+r"""GA-SRMC: geometry-aware score-repellent Monte Carlo (NeurIPS 2026; seed file 000, abstract 7).
+
+**The method.** Score-Repellent Monte Carlo (SRMC; Hu et al., ICML 2026) tilts the target by
+:math:`\exp(-\alpha\,\theta_n^\top s(x))`, with :math:`s = \nabla\log\pi` and :math:`\theta_n` the running
+average of past scores, so the chain is pushed away from where it has been. GA-SRMC replaces the
+Euclidean alignment by :math:`\theta_n^\top M s(x)` for a symmetric positive-definite :math:`M` with
+:math:`\operatorname{tr} M = d`; the trace-normalised inverse Fisher information
+:math:`M_{\mathrm{opt}} = d S^{-1}/\operatorname{tr} S^{-1}`, :math:`S = \mathbb{E}_\pi[s s^\top]`, minimises
+the worst-direction covariance bound of the stochastic-approximation CLT. One online estimate
+:math:`\widehat S_n` serves both the FisherMALA proposal and the repulsion, at no extra score evaluation.
+Use :class:`GASRMC` (``metric="fisher"`` the method, ``"identity"`` exactly SRMC, or a fixed matrix).
+
+**The claim.** GA-SRMC lowers the mean squared error of SRMC's posterior-mean estimates, by 4.4x on an
+anisotropic Gaussian with condition number :math:`\kappa = 100`, by 18-32% on well-conditioned logistic
+posteriors and by up to 48% under FisherMALA, with an advantage that grows with :math:`\kappa`.
+
+**What we inferred** (the paper itself was not available; the SRMC paper and its official code were):
+
+- SRMC as in the official code: :math:`\theta_0 = 0`; :math:`\theta` moves towards the score of the
+  *accepted* state with :math:`\gamma_n = \gamma_0 (n+1)^{-0.6}`, :math:`\gamma_0 = 1`; the tilted score by
+  the shifted approximation :math:`s(x - \alpha M\theta)` (exact for Gaussians); MH correction with the
+  exact tilted density. Step sizes in blackjax's convention (:math:`y = x + \tau g + \sqrt{2\tau}\xi`).
+- The online estimate :math:`\widehat S_n = (\lambda I + \sum_{i\le n} s(X_i)s(X_i)^\top)/(n+1)`, per chain,
+  from the scores at the visited states, :math:`\lambda = 1`; :math:`M_n = d\widehat S_n^{-1}/\operatorname{tr}
+  \widehat S_n^{-1}`, starting at :math:`I`. It is refreshed every d steps with a rank-d update (amortised
+  :math:`O(d^2)` per step, level-3 BLAS), not by a Sherman-Morrison update at every step: the paper's
+  "no additional cost" is checked by the benchmark.
+- FisherMALA (Titsias, 2023) in our form: the proposal preconditioned by :math:`A_n = M_n`, the same
+  trace-normalised inverse of the *same* :math:`\widehat S_n` (Titsias uses Rao-Blackwellised score
+  differences), with the step size adapted by Robbins-Monro to acceptance 0.574 at rate :math:`(n+1)^{-0.6}`.
+- The claim check's protocol (the paper's was not available): chains start from target draws (exact for
+  Gaussians; from a long reference run for logistic posteriors); 30% burn-in; the metric is the replicate
+  MSE of the posterior mean averaged over coordinates; MALA's step size is tuned once per target by a
+  pilot to acceptance 0.7 and shared by every MALA-based method; Gaussians have variances log-spaced
+  over :math:`[1, \kappa]` in d = 10, diagonal or rotated by a fixed Haar rotation.
+- "Shared-grid" ratio: the geometric mean over the official grid :math:`\alpha \in \{0.5, 1, 2, 3, 5\}` of
+  MSE(SRMC, :math:`\alpha`) / MSE(GA-SRMC, :math:`\alpha`), per-:math:`\alpha` ratios clipped to
+  :math:`[10^{-3}, 10^3]`; at each :math:`\kappa` pooled over the diagonal and rotated Gaussians (geometric
+  mean). "Best-:math:`\alpha`" ratio: each method's lowest MSE over :math:`\{0.5, \dots, 200\}`.
+- Batches: every method runs all its :math:`\alpha` values and replicates as one array of chains,
+  with :math:`\alpha = 0` (the base kernel) included, so that SRMC and GA-SRMC see the same random
+  draws. Targets are confined to a box of a thousand standard deviations (no mass is lost), so that a
+  diverging repellence loop gives a huge finite MSE rather than an overflow; a configuration whose MSE
+  exceeds 100x its base kernel's is reported as diverged.
+- Logistic posteriors: the official synthetic set (n = 200, d = 10, seed 42, prior N(0, I)),
+  ``load_breast_cancer`` (standardised, intercept, d = 31) and, as the stand-in for MNIST (d = 785),
+  digits 3 vs 8 from ``load_digits`` (pixels / 16, intercept, d = 65); prior N(0, I). The thresholds'
+  "both logistic posteriors" are the synthetic set and breast cancer (the paper's well-conditioned
+  posteriors); digits is reported, not thresholded.
+- Left out: the HMC and discrete kernels, the MNIST d = 785 posterior (only its cost is benchmarked),
+  torch acceleration.
+"""
+
+from __future__ import annotations
+
+from geode.probabilistic.ga_srmc.kernel import GASRMC, normalise_metric
+
+__all__ = ["GASRMC", "normalise_metric"]
