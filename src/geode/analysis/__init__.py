@@ -1,0 +1,44 @@
+"""Representation analysis: similarity measures, pullback metrics, sparse dictionaries.
+
+The paper folders live below (``geode.analysis.msa``, ``geode.analysis.gae``); what several of them can
+reuse sits here: the extrinsic similarity measures the field compares against (linear and RBF CKA,
+CCA, SVCCA, PWCCA, RSA, the Procrustes distance), the pullback metric of a network on a data manifold
+(exact, from Jacobians, or from samples), and a small sparse-autoencoder trainer (ReLU and TopK) with
+its fidelity measure.
+"""
+
+from __future__ import annotations
+
+from geode.analysis.pullback import jacobians, metric_from_samples, pullback_metric
+from geode.analysis.sae import SparseAutoencoder, fvu, train_sae
+from geode.analysis.similarity import (
+    canonical_correlations,
+    cca,
+    check_pair,
+    linear_cka,
+    procrustes_distance,
+    pwcca,
+    rbf_cka,
+    rdm,
+    rsa,
+    svcca,
+)
+
+__all__ = [
+    "SparseAutoencoder",
+    "canonical_correlations",
+    "cca",
+    "check_pair",
+    "fvu",
+    "jacobians",
+    "linear_cka",
+    "metric_from_samples",
+    "procrustes_distance",
+    "pullback_metric",
+    "pwcca",
+    "rbf_cka",
+    "rdm",
+    "rsa",
+    "svcca",
+    "train_sae",
+]
