@@ -1,0 +1,38 @@
+"""Adapters: parameter-efficient fine-tuning layers that wrap ``nn.Linear``, and the field's shared tools.
+
+The paper folders live below (``geode.adapters.sds_lora``, ``geode.adapters.polar_vbll``); what several
+of them reuse sits here (:mod:`geode.adapters.lora`): the adapter base class, LoRA and DoRA as
+baselines, :func:`inject_adapters` to wrap the matching linear layers of any model, merging and
+unmerging, and export to / import from Hugging Face PEFT's LoRA checkpoint format.
+"""
+
+from __future__ import annotations
+
+from geode.adapters.lora import (
+    AdapterLinear,
+    DoRALinear,
+    LoRALinear,
+    adapter_modules,
+    check_rank,
+    inject_adapters,
+    merge_adapters,
+    remove_adapters,
+    trainable_parameters,
+    unmerge_adapters,
+)
+from geode.adapters.peft_format import load_peft_lora, save_peft_lora
+
+__all__ = [
+    "AdapterLinear",
+    "DoRALinear",
+    "LoRALinear",
+    "adapter_modules",
+    "check_rank",
+    "inject_adapters",
+    "load_peft_lora",
+    "merge_adapters",
+    "remove_adapters",
+    "save_peft_lora",
+    "trainable_parameters",
+    "unmerge_adapters",
+]

@@ -1,0 +1,217 @@
+r"""SDS-LoRA: LoRA's forward, with a backward that goes through orthonormal bases of B and Aᵀ only.
+
+Let :math:`\Delta W = s B A` (:math:`B \in \mathbb{R}^{m \times r}`, :math:`A \in \mathbb{R}^{r \times n}`) and
+let :math:`G = \partial \mathcal{L} / \partial W` be the full fine-tuning gradient. LoRA's gradients are
+
+.. math::
+
+    \nabla_A = s B^\top G = s R_B^\top Q_B^\top G, \qquad \nabla_B = s G A^\top = s G Q_A R_A,
+
+with the thin QR decompositions :math:`B = Q_B R_B` and :math:`A^\top = Q_A R_A`: the singular values of
+:math:`B` (of :math:`A`) rescale :math:`G` anisotropically. SDS-LoRA keeps the forward and replaces them by
+
+.. math::
+
+    \nabla_A = s Q_B^\top G, \qquad \nabla_B = s G Q_A,
+
+with :math:`Q_B, Q_A` recomputed (outside autograd) at every backward from the current factors, with
+:math:`\operatorname{diag}(R) \ge 0` (:func:`geode.core.sign_fixed_qr`) or as polar factors
+(:func:`geode.core.polar`). For a batch of inputs :math:`x_i` and output gradients :math:`g_i`,
+:math:`G = \sum_i g_i x_i^\top`, so neither :math:`G` nor :math:`\Delta W` is ever formed:
+
+.. math::
+
+    \nabla_A = s\, (g Q_B)^\top x, \qquad \nabla_B = s\, g^\top (x Q_A), \qquad \nabla_x = s\, (g B) A ,
+
+the last being the exact input gradient (the layers below see the true gradient).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from geode.adapters.lora import LoRALinear
+from geode.core.linalg import polar, sign_fixed_qr
+from geode.core.validation import check_choice
+
+__all__ = [
+    "BASES",
+    "SDSLoRALinear",
+    "orthonormal_basis",
+    "sds_lora_config",
+    "sds_lora_delta",
+    "sds_lora_gradients",
+]
+
+BASES = ("qr", "polar")
+"""The orthonormalisations SDS-LoRA can use: sign-fixed thin QR (default) or the polar factor."""
+
+
+def orthonormal_basis(m: torch.Tensor, method: str = "qr") -> torch.Tensor:
+    r"""Orthonormal basis :math:`Q` (shape (p, r)) of the columns of ``m`` (shape (p, r), ``p >= r``).
+
+    ``"qr"``: the Q of the thin QR with :math:`\operatorname{diag}(R) \ge 0`, the Gram-Schmidt basis
+    (a smooth function of ``m``; plain Householder QR flips column signs from step to step, which
+    makes the induced update of :math:`\Delta W` no descent direction). ``"polar"``: :math:`U V^\top`
+    from the SVD :math:`m = U \Sigma V^\top`, the orthonormal matrix closest to ``m``. For a
+    rank-deficient ``m`` (e.g. :math:`B = 0` at initialisation) the basis is still orthonormal but
+    its extra columns are arbitrary (deterministic).
+    """
+    check_choice("method", method, BASES)
+    with torch.no_grad():
+        q = sign_fixed_qr(m)[0] if method == "qr" else polar(m)[0]
+    return q
+
+
+def sds_lora_gradients(
+    grad_weight: torch.Tensor, lora_A: torch.Tensor, lora_B: torch.Tensor, scaling: float, basis: str = "qr"
+) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""The closed-form SDS-LoRA gradients :math:`(s Q_B^\top G,\; s G Q_A)` from a full gradient :math:`G`.
+
+    Parameters
+    ----------
+    grad_weight : torch.Tensor, shape (..., m, n)
+        :math:`G = \partial\mathcal{L}/\partial W` (batched over leading dimensions).
+    lora_A : shape (..., r, n)
+    lora_B : shape (..., m, r)
+    scaling : float
+    basis : {"qr", "polar"}
+
+    Returns
+    -------
+    grad_A : shape (..., r, n)
+    grad_B : shape (..., m, r)
+    """
+    q_b = orthonormal_basis(lora_B, basis)
+    q_a = orthonormal_basis(lora_A.mT, basis)
+    return scaling * (q_b.mT @ grad_weight), scaling * (grad_weight @ q_a)
+
+
+class _SDSFunction(torch.autograd.Function):
+    """``y = s (x Aᵀ) Bᵀ`` with SDS-LoRA's backward for A and B and the exact backward for x."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, a: torch.Tensor, b: torch.Tensor, scaling: float, basis: str) -> Any:
+        ctx.save_for_backward(x, a, b)
+        ctx.scaling, ctx.basis = scaling, basis
+        return scaling * ((x @ a.T) @ b.T)
+
+    @staticmethod
+    def backward(ctx: Any, grad_out: torch.Tensor) -> Any:
+        x, a, b = ctx.saved_tensors
+        s = ctx.scaling
+        r = a.shape[0]
+        g = grad_out.reshape(-1, grad_out.shape[-1])  # (N, m)
+        x2 = x.reshape(-1, x.shape[-1])  # (N, n)
+        need_x, need_a, need_b = ctx.needs_input_grad[:3]
+        grad_x = grad_a = grad_b = None
+        if need_a:
+            q_b = orthonormal_basis(b, ctx.basis)
+            gq = g @ torch.cat([b, q_b], dim=1) if need_x else g @ q_b  # one GEMM for g B and g Q_B
+            g_qb = gq[:, -r:]
+            grad_a = s * (g_qb.T @ x2)  # s Q_Bᵀ G
+            g_b = gq[:, :r] if need_x else None
+        else:
+            g_b = g @ b if need_x else None
+        if need_b:
+            q_a = orthonormal_basis(a.T, ctx.basis)
+            grad_b = s * (g.T @ (x2 @ q_a))  # s G Q_A
+        if need_x:
+            grad_x = (s * (g_b @ a)).reshape(x.shape)
+        return grad_x, grad_a, grad_b, None, None
+
+
+def sds_lora_delta(
+    x: torch.Tensor, lora_A: torch.Tensor, lora_B: torch.Tensor, scaling: float, basis: str = "qr"
+) -> torch.Tensor:
+    r"""The adapter output :math:`s\, B A x` (LoRA's value) with SDS-LoRA's backward.
+
+    Parameters
+    ----------
+    x : torch.Tensor, shape (..., n)
+    lora_A : shape (r, n)
+    lora_B : shape (m, r)
+    scaling : float
+    basis : {"qr", "polar"}
+
+    Returns
+    -------
+    torch.Tensor, shape (..., m)
+        Gradients reaching ``lora_A``/``lora_B`` are :math:`s Q_B^\top G` and :math:`s G Q_A`; the
+        gradient reaching ``x`` is the exact :math:`s A^\top B^\top g`.
+    """
+    check_choice("basis", basis, BASES)
+    if lora_A.ndim != 2 or lora_B.ndim != 2 or lora_B.shape[1] != lora_A.shape[0]:
+        raise ValueError(
+            f"lora_A must be (r, n) and lora_B (m, r); got {tuple(lora_A.shape)} and {tuple(lora_B.shape)}"
+        )
+    if x.shape[-1] != lora_A.shape[1]:
+        raise ValueError(f"x must end in n = {lora_A.shape[1]} features; got shape {tuple(x.shape)}")
+    return _SDSFunction.apply(x, lora_A, lora_B, float(scaling), basis)
+
+
+class SDSLoRALinear(LoRALinear):
+    r"""SDS-LoRA around a frozen ``nn.Linear``: LoRA's forward :math:`y = W x + b + s B A x`, SDS backward.
+
+    Same constructor, attributes (``lora_A`` (r, in), ``lora_B`` (out, r), ``scaling``), initialisation,
+    merging and checkpoint format as :class:`geode.adapters.LoRALinear`; only the gradients of
+    ``lora_A`` and ``lora_B`` differ: :math:`s Q_B^\top G` and :math:`s G Q_A` (see :mod:`.sds`).
+
+    Parameters
+    ----------
+    base, r, alpha, dropout, use_rslora, init, generator
+        As :class:`~geode.adapters.LoRALinear`.
+    basis : {"qr", "polar"}
+        Orthonormalisation of :math:`B` and :math:`A^\top` in the backward.
+
+    Examples
+    --------
+    >>> layer = SDSLoRALinear(nn.Linear(8, 6), r=2)
+    >>> layer(torch.ones(3, 8)).shape
+    torch.Size([3, 6])
+    """
+
+    def __init__(self, base: nn.Linear, r: int, alpha: float | None = None, *, basis: str = "qr", **kwargs: Any):
+        super().__init__(base, r, alpha, **kwargs)
+        self.basis = check_choice("basis", basis, BASES)
+
+    def adapter_output(self, x: torch.Tensor) -> torch.Tensor:
+        return sds_lora_delta(self.dropout(x), self.lora_A, self.lora_B, self.scaling, self.basis)
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, basis={self.basis!r}"
+
+
+def sds_lora_config(*, basis: str = "qr", **lora_config_kwargs: Any) -> Any:
+    """A ``peft.LoraConfig`` whose ``nn.Linear`` targets become SDS-LoRA layers (needs ``peft``).
+
+    Uses PEFT's experimental custom-module hook ``LoraConfig._register_custom_module``. Checkpoints
+    saved from the resulting model are ordinary LoRA checkpoints (load them with a plain
+    ``LoraConfig`` for inference, or with this config to keep training with SDS-LoRA).
+
+    Parameters
+    ----------
+    basis : {"qr", "polar"}
+    **lora_config_kwargs
+        Passed to ``peft.LoraConfig`` (``r``, ``lora_alpha``, ``target_modules``, ...).
+
+    Examples
+    --------
+    >>> from peft import get_peft_model  # doctest: +SKIP
+    >>> model = get_peft_model(model, sds_lora_config(r=8, lora_alpha=16, target_modules=["q_proj"]))  # doctest: +SKIP
+    """
+    check_choice("basis", basis, BASES)
+    try:
+        from peft import LoraConfig
+    except ImportError:  # pragma: no cover - peft is in the llm extra
+        raise ImportError("SDS-LoRA in PEFT needs peft: pip install 'geode[llm]'") from None
+    from geode.adapters.sds_lora.peft_layer import SDSPeftLinear, SDSPeftLinearPolar
+
+    if lora_config_kwargs.get("use_dora"):
+        raise ValueError("use_dora: SDS-LoRA supports plain LoRA only")
+    cfg = LoraConfig(**lora_config_kwargs)
+    cfg._register_custom_module({nn.Linear: SDSPeftLinear if basis == "qr" else SDSPeftLinearPolar})
+    return cfg
