@@ -85,3 +85,16 @@ def test_outcome_requires_finite_metrics_and_plain_tables():
         Outcome(metrics={}, summary="two\nlines")
     with pytest.raises(ValueError, match="figure names"):
         Outcome(metrics={}, figures={"a b": None})
+
+
+def test_registered_runs_check_mode_and_seed():
+    from geode.claims.registry import load_claim
+
+    run = load_claim("_seeded", "geode.claims._testing").run
+    assert run("smoke", 1).metrics == {"value": 0.3}
+    with pytest.raises(ValueError, match="mode must be one of 'smoke', 'quick', 'full'; got 'medium'"):
+        run("medium", 0)
+    with pytest.raises(ValueError, match="seed must be >= 0"):
+        run("smoke", -2)
+    with pytest.raises(TypeError, match="seed must be an integer"):
+        run("smoke", 1.5)

@@ -6,13 +6,16 @@ claim is asked for, so listing the catalogue never imports torch or a paper's de
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import sys
 from collections.abc import Callable, Sequence
 
 from geode import catalog
-from geode.claims.types import Claim, Outcome, Threshold
+from geode.claims.types import MODES, Claim, Outcome, Threshold
+from geode.core.random import set_single_thread
+from geode.core.validation import check_choice, check_int
 
 __all__ = ["load_claim", "load_claims", "register", "registered"]
 
@@ -32,6 +35,9 @@ def register(
     timing_metrics: Sequence[str] = (),
 ) -> Callable[[Callable[[str, int], Outcome]], Callable[[str, int], Outcome]]:
     """Register the decorated ``run(mode, seed) -> Outcome`` as the claim check of paper ``slug``.
+
+    The registered (and returned) function checks ``mode`` (one of :data:`MODES`) and ``seed`` (an int
+    >= 0) and sets one BLAS/torch thread before calling ``run``, so a claim need not repeat that.
 
     Parameters
     ----------
@@ -77,6 +83,15 @@ def register(
         if not thresholds:
             raise ValueError(f"claim {slug!r}: at least one threshold is required")
         module = fn.__module__
+
+        @functools.wraps(fn)
+        def checked_run(mode: str, seed: int) -> Outcome:
+            # every claim gets the same argument checks and one thread, however it is called
+            check_choice("mode", mode, MODES)
+            seed = check_int("seed", seed, low=0)
+            set_single_thread()
+            return fn(mode, seed)
+
         pkg = sys.modules.get(module.rpartition(".")[0]) if "." in module else None
         c = Claim(
             slug=slug,
@@ -89,7 +104,7 @@ def register(
             reproduced=reproduced,
             partial=partial,
             key_metric=key_metric or thresholds[0].metric,
-            run=fn,
+            run=checked_run,
             module=module,
             doc=inspect.cleandoc(pkg.__doc__ or "") if pkg is not None else "",
             timing_metrics=tuple(timing_metrics),
@@ -97,7 +112,7 @@ def register(
         if slug in _REGISTRY and _REGISTRY[slug].module != module:
             raise ValueError(f"claim {slug!r} is registered twice ({_REGISTRY[slug].module} and {module})")
         _REGISTRY[slug] = c
-        return fn
+        return checked_run
 
     return deco
 

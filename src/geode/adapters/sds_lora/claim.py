@@ -8,7 +8,6 @@ from typing import Any
 import numpy as np
 
 from geode.claims import Outcome, Threshold, register
-from geode.core.random import set_single_thread
 
 _TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
@@ -209,15 +208,9 @@ def run(mode: str, seed: int) -> Outcome:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import torch
 
     from geode.adapters.sds_lora.experiment import factorization_sweep
-    from geode.core.validation import check_choice, check_int
 
-    check_choice("mode", mode, tuple(_MODES))
-    seed = check_int("seed", seed, low=0)
-    set_single_thread()
-    torch.set_num_threads(1)
     p = _MODES[mode]
     mf = p["mf"]
 

@@ -7,7 +7,6 @@ from typing import Any
 import numpy as np
 
 from geode.claims import Outcome, Threshold, register
-from geode.core.random import set_single_thread
 
 _MODES: dict[str, dict[str, Any]] = {
     "smoke": dict(
@@ -128,15 +127,9 @@ def run(mode: str, seed: int) -> Outcome:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import torch
 
     from geode.analysis.gae.experiment import run_shift_study
-    from geode.core.validation import check_choice, check_int
 
-    check_choice("mode", mode, tuple(_MODES))
-    seed = check_int("seed", seed, low=0)
-    set_single_thread()
-    torch.set_num_threads(1)
     p = _MODES[mode]
     kw = dict(
         thetas=p["thetas"],

@@ -7,7 +7,6 @@ from typing import Any
 import numpy as np
 
 from geode.claims import Outcome, Threshold, register
-from geode.core.random import set_single_thread
 
 _MODES: dict[str, dict[str, Any]] = {
     "smoke": dict(n_per_regime=2, width=64, steps=60, n_train=150, n_eval=80, prop_points=80, prop_width=32),
@@ -64,7 +63,6 @@ def run(mode: str, seed: int) -> Outcome:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import torch
 
     from geode.analysis.msa.experiment import (
         between_within_ratio,
@@ -72,12 +70,7 @@ def run(mode: str, seed: int) -> Outcome:
         property_checks,
         rich_lazy_study,
     )
-    from geode.core.validation import check_choice, check_int
 
-    check_choice("mode", mode, tuple(_MODES))
-    seed = check_int("seed", seed, low=0)
-    set_single_thread()
-    torch.set_num_threads(1)
     p = _MODES[mode]
 
     props = property_checks(seed, n_points=p["prop_points"], width=p["prop_width"])

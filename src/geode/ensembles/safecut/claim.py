@@ -113,13 +113,8 @@ def _figures(runs: list[dict[str, Any]]) -> dict[str, Any]:
 )
 def run(mode: str, seed: int) -> Outcome:
     """The complementary-failure setup, trainable target features, an overconfident partner, several seeds."""
-    import torch
-
-    from geode.core.random import set_single_thread
     from geode.ensembles.safecut.experiment import run_schemes
 
-    set_single_thread()
-    torch.set_num_threads(1)
     size = _SIZES[mode]
     seeds = [int(s) for s in np.random.SeedSequence(seed).generate_state(N_SEEDS[mode]) % (2**31)]
     runs = [run_schemes(s, shift=SHIFT, partner_scale=PARTNER_SCALE, **size) for s in seeds]

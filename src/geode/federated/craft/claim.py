@@ -8,7 +8,6 @@ from typing import Any
 import numpy as np
 
 from geode.claims import Outcome, Threshold, register
-from geode.core.random import set_single_thread
 
 _METHODS = ("FedAvg", "CRAFT", "FedAvgM", "QFedAvg", "FedProx")
 
@@ -86,12 +85,8 @@ def run(mode: str, seed: int) -> Outcome:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from geode.core.validation import check_choice, check_int
     from geode.federated.craft.experiment import run_fl_benchmark
 
-    check_choice("mode", mode, ("smoke", "quick", "full"))
-    seed = check_int("seed", seed, low=0)
-    set_single_thread()
     setups, n_seeds = _setups(mode)
     seeds = [seed * 100 + i for i in range(n_seeds)]
 

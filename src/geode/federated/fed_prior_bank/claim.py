@@ -8,7 +8,6 @@ from typing import Any
 import numpy as np
 
 from geode.claims import Outcome, Threshold, register
-from geode.core.random import set_single_thread
 
 
 def _plan(mode: str) -> tuple[Any, int, tuple[float, ...]]:
@@ -65,12 +64,8 @@ def run(mode: str, seed: int) -> Outcome:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from geode.core.validation import check_choice, check_int
     from geode.federated.fed_prior_bank.experiment import METHODS, run_prior_bank_experiment
 
-    check_choice("mode", mode, ("smoke", "quick", "full"))
-    seed = check_int("seed", seed, low=0)
-    set_single_thread()
     setup, n_seeds, skews = _plan(mode)
     seeds = [seed * 100 + i for i in range(n_seeds)]
     runs = [run_prior_bank_experiment(setup, s) for s in seeds]

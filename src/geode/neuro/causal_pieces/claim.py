@@ -8,7 +8,6 @@ from typing import Any
 import numpy as np
 
 from geode.claims import Outcome, Threshold, register
-from geode.core.random import set_single_thread
 
 _MODES: dict[str, dict[str, Any]] = {
     "smoke": dict(
@@ -87,15 +86,9 @@ def run(mode: str, seed: int) -> Outcome:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import torch
 
-    from geode.core.validation import check_choice, check_int
     from geode.neuro.causal_pieces.experiment import INIT_GRID, rank_correlation, run_init_study
 
-    check_choice("mode", mode, tuple(_MODES))
-    seed = check_int("seed", seed, low=0)
-    set_single_thread()
-    torch.set_num_threads(1)
     p = _MODES[mode]
     configs = INIT_GRID if p["configs"] is None else tuple(INIT_GRID[i] for i in p["configs"])
     t_max = 4.0
