@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from geode.models.mlp import make_mlp
 from geode.models.pretrained import load_smollm2, prepare_smollm2_cache, smollm2_cache_dir, smollm2_gguf_path
 from geode.models.tasks import (
     Copy,
@@ -37,6 +38,7 @@ __all__ = [
     "last_token_features",
     "lm_loss",
     "load_smollm2",
+    "make_mlp",
     "prepare_smollm2_cache",
     "pretrained_tiny_lm",
     "smollm2_cache_dir",

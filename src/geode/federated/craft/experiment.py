@@ -14,7 +14,6 @@ Every method with a server hyper-parameter gets the same three-point grid, and t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +25,7 @@ from geode.federated.craft.aggregation import CRAFT, module_groups
 from geode.federated.partition import dirichlet_partition, label_distribution
 from geode.federated.simulator import Simulator, disparity, label_mix_accuracy
 from geode.federated.strategies import FedAvg, FedAvgM, FedProx, QFedAvg, Strategy
+from geode.models.mlp import make_mlp
 
 __all__ = ["FLSetup", "load_fl_dataset", "make_mlp", "run_fl_benchmark"]
 
@@ -116,20 +116,6 @@ def load_fl_dataset(name: str, seed: int, max_train: int | None = None) -> dict[
         "y_test": y_te,
         "n_classes": np.int64(int(y.max()) + 1),
     }
-
-
-def make_mlp(n_in: int, hidden: Sequence[int], n_out: int, seed: int) -> Any:
-    """A ReLU MLP ``n_in -> hidden... -> n_out`` with torch's default initialisation from ``seed``."""
-    import torch
-
-    torch.manual_seed(seed)
-    layers: list[Any] = []
-    last = n_in
-    for h in hidden:
-        layers += [torch.nn.Linear(last, h), torch.nn.ReLU()]
-        last = h
-    layers.append(torch.nn.Linear(last, n_out))
-    return torch.nn.Sequential(*layers)
 
 
 @dataclass

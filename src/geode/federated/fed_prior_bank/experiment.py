@@ -35,6 +35,7 @@ from geode.federated.fed_prior_bank.fewshot import (
 from geode.federated.partition import dirichlet_partition
 from geode.federated.simulator import Simulator
 from geode.federated.strategies import FedAvg
+from geode.models.mlp import make_mlp
 
 __all__ = ["METHODS", "BankSetup", "run_prior_bank_experiment"]
 
@@ -101,19 +102,6 @@ class BankSetup:
     embed_backend: str = "auto"
 
 
-def _encoder(n_in: int, hidden: tuple[int, ...], n_out: int, seed: int) -> Any:
-    import torch
-
-    torch.manual_seed(seed)
-    layers: list[Any] = []
-    last = n_in
-    for h in hidden:
-        layers += [torch.nn.Linear(last, h), torch.nn.ReLU()]
-        last = h
-    layers.append(torch.nn.Linear(last, n_out))
-    return torch.nn.Sequential(*layers)
-
-
 def _macro_f1(y: np.ndarray, pred: np.ndarray) -> float:
     from sklearn.metrics import f1_score
 
@@ -150,7 +138,7 @@ def run_prior_bank_experiment(setup: BankSetup, seed: int) -> dict[str, Any]:
     x_tr, y_tr = data.x_base[train], data.y_base[train]
     parts = dirichlet_partition(y_tr, setup.n_clients, setup.alpha, min_size=setup.batch_size, seed=seed)
 
-    model = _encoder(x_tr.shape[1], setup.hidden, n_base, seed)
+    model = make_mlp(x_tr.shape[1], setup.hidden, n_base, seed)
     pool = BatchedTorchClients(
         model,
         [(x_tr[p], y_tr[p]) for p in parts],
