@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from geode import __version__, catalog
@@ -109,7 +110,7 @@ def show(
             except ResultFileError as exc:
                 raise UsageFailure(str(exc)) from None
             state = rec["verdict"] if rec["status"] == "ok" else rec["status"]
-            console.print(f"  {p.name}: [{_VERDICT_STYLE.get(state, '')}]{state}[/]  {rec.get('summary', '')}")
+            console.print(f"  {p.name}: [{_VERDICT_STYLE.get(state, '')}]{state}[/]  {escape(rec.get('summary', ''))}")
 
 
 @app.command()
@@ -167,7 +168,8 @@ def reproduce(
             state = rec["verdict"] if rec["status"] == "ok" else rec["status"]
             progress.console.print(
                 f"{rec['slug']:<22} {rec['mode']:<6} seed {rec['seed']}  "
-                f"[{_VERDICT_STYLE.get(state, '')}]{state}[/]  ({rec['wall_s']:.1f} s)  {rec.get('summary', '')}"
+                f"[{_VERDICT_STYLE.get(state, '')}]{state}[/]  ({rec['wall_s']:.1f} s)  "
+                f"{escape(rec.get('summary', ''))}"
             )
             progress.advance(bar)
 
