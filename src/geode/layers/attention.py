@@ -29,6 +29,7 @@ from geode.core import check_int, check_real
 
 __all__ = [
     "check_cu_seqlens",
+    "check_qkv",
     "dense_document_masked_attention",
     "document_ids",
     "document_masked_attention",
@@ -120,17 +121,20 @@ def document_ids(cu_seqlens: torch.Tensor) -> torch.Tensor:
     return torch.repeat_interleave(torch.arange(lengths.numel(), device=cu_seqlens.device), lengths)
 
 
-def _check_qkv(q: Any, k: Any, v: Any) -> None:
+def check_qkv(q: Any, k: Any, v: Any, *, batched: bool = False) -> None:
+    """Check attention inputs: floating torch tensors of one dtype, ``q``/``k`` alike, ``v`` with their leading shape.
+
+    Shapes are (tokens, heads, head_dim) or (batch, tokens, heads, head_dim); ``batched=True`` requires the latter.
+    """
     for nm, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{nm} must be a torch.Tensor; got {type(t).__name__}")
         if not t.dtype.is_floating_point:
             raise TypeError(f"{nm} must be a floating-point tensor; got dtype {t.dtype}")
-        if t.ndim not in (3, 4):
-            raise ValueError(
-                f"{nm} must have shape (tokens, heads, head_dim) or (batch, tokens, heads, head_dim); "
-                f"got shape {tuple(t.shape)}"
-            )
+        if t.ndim not in ((4,) if batched else (3, 4)):
+            want = "" if batched else "(tokens, heads, head_dim) or "
+            shape = tuple(t.shape)
+            raise ValueError(f"{nm} must have shape {want}(batch, tokens, heads, head_dim); got shape {shape}")
     if q.shape != k.shape or q.shape[:-1] != v.shape[:-1]:
         raise ValueError(
             f"q and k must have the same shape and v the same leading shape; got q {tuple(q.shape)}, "
@@ -162,7 +166,7 @@ def dense_document_masked_attention(
     per head, with :math:`\\tau` = ``scale`` (default :math:`1/\\sqrt{\\text{head\\_dim}}`).
     Same parameters and result as :func:`document_masked_attention`.
     """
-    _check_qkv(q, k, v)
+    check_qkv(q, k, v)
     n = q.shape[-3]
     cu = check_cu_seqlens(cu_seqlens, n)
     tau = 1.0 / math.sqrt(q.shape[-1]) if scale is None else check_real("scale", scale, low=0.0, low_inclusive=False)
@@ -235,7 +239,7 @@ def document_masked_attention(
     >>> torch.allclose(out[0], q[0])  # the first token of a document attends only to itself
     True
     """
-    _check_qkv(q, k, v)
+    check_qkv(q, k, v)
     block_size = check_int("block_size", block_size, low=1)
     max_scores = check_int("max_scores", max_scores, low=1)
     n = q.shape[-3]

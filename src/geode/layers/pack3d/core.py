@@ -48,6 +48,7 @@ import torch
 from torch.nn import functional as F
 
 from geode.core import check_choice, check_int, check_real
+from geode.layers.attention import check_qkv
 
 __all__ = ["check_coords", "pack3d_attention", "packed_sequence_attention"]
 
@@ -106,21 +107,6 @@ def check_coords(coords: Any, batch: int, tokens: int, *, name: str = "coords", 
             g = (k // int(ext[2] * ext[1]), (k // int(ext[2])) % int(ext[1]), k % int(ext[2]))
             raise ValueError(f"{name} must be distinct within a sample; sample {b} repeats grid point {g}")
     return coords
-
-
-def _check_qkv(q: Any, k: Any, v: Any) -> None:
-    for nm, t in (("q", q), ("k", k), ("v", v)):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{nm} must be a torch.Tensor; got {type(t).__name__}")
-        if not t.dtype.is_floating_point:
-            raise TypeError(f"{nm} must be a floating-point tensor; got dtype {t.dtype}")
-        if t.ndim != 4:
-            raise ValueError(f"{nm} must have shape (B, N, heads, head_dim); got {tuple(t.shape)}")
-    if q.shape != k.shape or q.shape[:-1] != v.shape[:-1]:
-        raise ValueError(
-            f"q and k must have the same shape and v the same leading shape; got q {tuple(q.shape)}, "
-            f"k {tuple(k.shape)}, v {tuple(v.shape)}"
-        )
 
 
 # ------------------------------------------------------------------------------------------------ kernels
@@ -376,7 +362,7 @@ def pack3d_attention(
     torch.Tensor
         Shape ``(B, N, H, d_v)``.
     """
-    _check_qkv(q, k, v)
+    check_qkv(q, k, v, batched=True)
     bsz, n, heads, d = q.shape
     r = check_int("local_radius", local_radius, low=0)
     if block_size is not None:
@@ -538,7 +524,7 @@ def packed_sequence_attention(
     torch.Tensor
         Shape ``(B, N, H, d_v)``.
     """
-    _check_qkv(q, k, v)
+    check_qkv(q, k, v, batched=True)
     bsz, n, heads, d = q.shape
     w = check_int("window", window, low=0)
     if block_len is not None:
