@@ -98,3 +98,57 @@ def test_registered_runs_check_mode_and_seed():
         run("smoke", -2)
     with pytest.raises(TypeError, match="seed must be an integer"):
         run("smoke", 1.5)
+
+
+def test_threshold_with_aggregation_and_controls_round_trips():
+    t = Threshold("t", "m", ">=", 0.1, "gain", agg="bound95", control=("c1", "c2"))
+    assert Threshold.from_dict(t.to_dict()) == t and t.controls == ("c1", "c2")
+    assert Threshold("u", "m", ">=", 0.1, control="c").controls == ("c",)
+    with pytest.raises(ValueError, match="own metric"):
+        Threshold("t", "m", ">=", 0.1, control="m")
+    with pytest.raises(ValueError, match="malformed|lacks"):
+        Threshold.from_dict({"name": "t"})
+
+
+def test_a_failed_validity_rule_gives_inconclusive_for_one_run():
+    ts = (*T, Threshold("floor", "acc", ">=", 0.8))
+    assert evaluate_verdict(ts, None, None, {"ratio": 3.0, "rises": 1.0, "acc": 0.5}, "floor")[0] == "inconclusive"
+    # the floor is not part of the default reproduced rule
+    assert evaluate_verdict(ts, None, None, {"ratio": 3.0, "rises": 1.0, "acc": 0.9}, "floor")[0] == "reproduced"
+
+
+def _claim(**kw):
+    from geode.claims import Claim
+
+    base = dict(
+        slug="_x",
+        title="x",
+        field="_test",
+        claim="c",
+        paper_figure="f",
+        baselines=(),
+        thresholds=T,
+        reproduced=None,
+        partial=None,
+        key_metric="ratio",
+        run=lambda mode, seed: None,
+        module="m",
+    )
+    return Claim(**{**base, **kw})
+
+
+def test_claims_need_three_seeds_or_say_how_they_replicate():
+    assert _claim().min_seeds == 3
+    with pytest.raises(ValueError, match="replication"):
+        _claim(min_seeds=1)
+    assert _claim(min_seeds=1, replication="60 repetitions x 3 draws").min_seeds == 1
+    with pytest.raises(ValueError, match="validity"):
+        _claim(validity="nothing_like_this")
+
+
+def test_the_definition_hash_follows_what_decides_the_verdict():
+    base = _claim().definition_hash()
+    assert _claim(doc="other words", paper_figure="other figure").definition_hash() == base
+    assert _claim(revision=2).definition_hash() != base
+    assert _claim(thresholds=(Threshold("strong", "ratio", ">=", 2.5), *T[1:])).definition_hash() != base
+    assert _claim(partial="weak").definition_hash() != base

@@ -33,6 +33,11 @@ def register(
     partial: str | None = None,
     key_metric: str | None = None,
     timing_metrics: Sequence[str] = (),
+    validity: str | None = None,
+    min_seeds: int = 3,
+    replication: str = "",
+    revision: int = 1,
+    assets: Sequence[str] = (),
 ) -> Callable[[Callable[[str, int], Outcome]], Callable[[str, int], Outcome]]:
     """Register the decorated ``run(mode, seed) -> Outcome`` as the claim check of paper ``slug``.
 
@@ -60,6 +65,21 @@ def register(
     timing_metrics : sequence of str, optional
         Metrics measured from wall-clock time (e.g. speed-up ratios). The contract tests exempt them,
         and only them, from "the same seed gives identical metrics".
+    validity : str, optional
+        Boolean rule over threshold names: the floors that must hold for the comparison to mean anything
+        (each baseline learns the task, at most a stated fraction of runs collapsed, the simulator is at
+        the intended load). When it fails the verdict is ``inconclusive`` and the report names the floors.
+        Thresholds named here are floors and are left out of the default ``reproduced`` rule.
+    min_seeds : int, optional
+        Seeds the verdict needs (default 3, the protocol's minimum; ``geode reproduce`` runs 3 by default).
+    replication : str, optional
+        Required when ``min_seeds < 3``: how one run replicates internally ("60 repetitions x 3 draws").
+    revision : int, optional
+        Bump it when ``run`` changes what it measures: stored results of an older revision become stale
+        and are re-run by ``geode reproduce``.
+    assets : sequence of str, optional
+        Offline assets (names in :data:`geode.data.ASSETS`) the claim needs in ``quick`` mode;
+        ``geode assets --check`` fails only for these.
 
     Examples
     --------
@@ -82,6 +102,11 @@ def register(
             raise TypeError(f"claim {slug!r}: run must have the signature run(mode, seed); got {params}")
         if not thresholds:
             raise ValueError(f"claim {slug!r}: at least one threshold is required")
+        from geode.data.assets import ASSETS
+
+        unknown = sorted(set(assets) - {a.name for a in ASSETS})
+        if unknown:
+            raise ValueError(f"claim {slug!r}: unknown asset(s) {unknown}; known: {[a.name for a in ASSETS]}")
         module = fn.__module__
 
         @functools.wraps(fn)
@@ -108,6 +133,11 @@ def register(
             module=module,
             doc=inspect.cleandoc(pkg.__doc__ or "") if pkg is not None else "",
             timing_metrics=tuple(timing_metrics),
+            validity=validity,
+            min_seeds=min_seeds,
+            replication=replication,
+            revision=revision,
+            assets=tuple(assets),
         )
         if slug in _REGISTRY and _REGISTRY[slug].module != module:
             raise ValueError(f"claim {slug!r} is registered twice ({_REGISTRY[slug].module} and {module})")

@@ -22,17 +22,20 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["MODES", "VERDICTS", "Claim", "Outcome", "Threshold", "evaluate_verdict"]
+__all__ = ["AGGREGATES", "MODES", "VERDICTS", "Claim", "Outcome", "Threshold", "evaluate_verdict", "parse_agg"]
 
 MODES: tuple[str, ...] = ("smoke", "quick", "full")
 """Run sizes: ``smoke`` (seconds, run by the tests), ``quick`` (<= ~3 min on 2 CPU cores, the default),
 ``full`` (the scale a GPU machine would run)."""
 
-VERDICTS: tuple[str, ...] = ("reproduced", "partial", "not reproduced")
+VERDICTS: tuple[str, ...] = ("reproduced", "partial", "not reproduced", "inconclusive")
+"""``inconclusive``: a validity floor failed (a baseline did not learn the task, too many runs collapsed,
+...) or too few seeds ran, so the comparison cannot carry a verdict either way."""
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
@@ -42,6 +45,36 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
 }
 
 
+AGGREGATES: tuple[str, ...] = ("mean", "geomean", "median", "bound95", "geobound95", "all")
+"""How a threshold combines a metric over seeds (besides ``"k of n"``, e.g. ``"4 of 5"``):
+
+- ``mean``, ``geomean`` (for ratios), ``median``: the statistic must satisfy the bound;
+- ``bound95``: the one-sided 95% Student-t confidence bound on the mean must satisfy it (the lower bound
+  for ``>=``/``>``, the upper bound for ``<=``/``<``), so a noisy mean cannot pass by luck;
+- ``geobound95``: the same on the log scale (ratios), mapped back with ``exp``;
+- ``all`` or ``"k of n"``: the bound must hold in every seed, or in at least the fraction k/n of the seeds.
+"""
+
+_K_OF_N = re.compile(r"^\s*(\d+)\s+of\s+(\d+)\s*$")
+
+
+def parse_agg(agg: str) -> tuple[str, float]:
+    """``(kind, fraction)`` for an aggregation string; ``fraction`` is the share of seeds for ``all``/``k of n``."""
+    if not isinstance(agg, str):
+        raise ValueError(f"Threshold agg must be a string; got {agg!r}")
+    if agg == "all":
+        return "fraction", 1.0
+    m = _K_OF_N.match(agg)
+    if m:
+        k, n = int(m.group(1)), int(m.group(2))
+        if not 1 <= k <= n:
+            raise ValueError(f"Threshold agg {agg!r}: need 1 <= k <= n in 'k of n'")
+        return "fraction", k / n
+    if agg not in AGGREGATES:
+        raise ValueError(f"Threshold agg must be one of {', '.join(AGGREGATES)} or 'k of n'; got {agg!r}")
+    return agg, 1.0
+
+
 @dataclass(frozen=True)
 class Threshold:
     """A fixed bound on one measured metric: ``metrics[metric] <op> value``.
@@ -49,7 +82,7 @@ class Threshold:
     Parameters
     ----------
     name : str
-        Identifier used in the ``reproduced``/``partial`` expressions of the claim.
+        Identifier used in the claim's ``reproduced``/``partial``/``validity`` rules.
     metric : str
         Key into :attr:`Outcome.metrics`.
     op : {">=", ">", "<=", "<"}
@@ -58,6 +91,15 @@ class Threshold:
         The bound, fixed before the claim runs.
     description : str, optional
         What the threshold means, in words, for the report.
+    agg : str, optional
+        How the metric is combined over seeds before the bound is applied: ``"mean"`` (default),
+        ``"geomean"``, ``"median"``, ``"bound95"``, ``"geobound95"``, ``"all"`` or ``"k of n"``
+        (see :data:`AGGREGATES`). A single run's own verdict applies the bound to its own value.
+    control : str or tuple of str, optional
+        Metric(s) of negative controls (an untrained network, FCFS, a random predictor, the ablation
+        without the paper's idea) measured by the same run. Each must *fail* this threshold (after the
+        same aggregation); if one passes, the threshold "does not discriminate" and a verdict that rests
+        on it is flagged.
 
     A missing or non-finite metric fails the threshold.
     """
@@ -67,21 +109,47 @@ class Threshold:
     op: str
     value: float
     description: str = ""
+    agg: str = "mean"
+    control: str | tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        if not self.name.isidentifier() or self.name in ("and", "or", "not"):
+        if not self.name.isidentifier() or self.name in ("and", "or", "not", "True", "False", "None"):
             raise ValueError(f"Threshold name must be a Python identifier other than and/or/not; got {self.name!r}")
+        if not isinstance(self.metric, str) or not self.metric:
+            raise ValueError(f"Threshold metric must be a non-empty string; got {self.metric!r}")
         if self.op not in _OPS:
             raise ValueError(f"Threshold op must be one of {', '.join(_OPS)}; got {self.op!r}")
-        if not isinstance(self.value, (int, float)) or not math.isfinite(self.value):
+        if isinstance(self.value, bool) or not isinstance(self.value, (int, float)) or not math.isfinite(self.value):
             raise ValueError(f"Threshold value must be a finite number; got {self.value!r}")
+        parse_agg(self.agg)
+        if self.control is not None:
+            controls = (self.control,) if isinstance(self.control, str) else tuple(self.control)
+            if not controls or not all(isinstance(c, str) and c for c in controls):
+                raise ValueError(f"Threshold control must be a metric name or a tuple of them; got {self.control!r}")
+            if self.metric in controls:
+                raise ValueError(f"Threshold {self.name!r}: a control cannot be the threshold's own metric")
+            object.__setattr__(self, "control", controls[0] if len(controls) == 1 else controls)
+
+    @property
+    def controls(self) -> tuple[str, ...]:
+        """The control metrics as a tuple (empty when there is none)."""
+        if self.control is None:
+            return ()
+        return (self.control,) if isinstance(self.control, str) else tuple(self.control)
+
+    def holds(self, x: float | None) -> bool:
+        """Whether a value satisfies the bound (None and non-finite values fail)."""
+        if x is None:
+            return False
+        try:
+            x = float(x)
+        except (TypeError, ValueError):
+            return False
+        return math.isfinite(x) and bool(_OPS[self.op](x, float(self.value)))
 
     def passes(self, metrics: Mapping[str, float]) -> bool:
-        """Whether the measured metric satisfies the bound."""
-        x = metrics.get(self.metric)
-        if x is None or not math.isfinite(float(x)):
-            return False
-        return bool(_OPS[self.op](float(x), float(self.value)))
+        """Whether the measured metric of one run satisfies the bound."""
+        return self.holds(metrics.get(self.metric))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -90,15 +158,37 @@ class Threshold:
             "op": self.op,
             "value": float(self.value),
             "description": self.description,
+            "agg": self.agg,
+            "control": list(self.controls),
         }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Threshold:
-        return cls(d["name"], d["metric"], d["op"], float(d["value"]), d.get("description", ""))
+        if not isinstance(d, Mapping):
+            raise ValueError(f"a threshold must be an object; got {type(d).__name__}")
+        try:
+            control = d.get("control") or None
+            if isinstance(control, list):
+                control = tuple(control)
+            return cls(
+                str(d["name"]),
+                str(d["metric"]),
+                str(d["op"]),
+                float(d["value"]),
+                str(d.get("description", "")),
+                str(d.get("agg", "mean")),
+                control,
+            )
+        except KeyError as exc:
+            raise ValueError(f"a threshold lacks the field {exc.args[0]!r}") from None
+        except TypeError as exc:
+            raise ValueError(f"a threshold is malformed: {exc}") from None
 
 
-def _parse_rule(expr: str, names: set[str], what: str) -> ast.Expression:
+def parse_rule(expr: str, names: set[str], what: str) -> ast.Expression:
     """Parse a Boolean rule over threshold names; only and/or/not, names and parentheses are allowed."""
+    if not isinstance(expr, str) or not expr.strip():
+        raise ValueError(f"{what} rule must be a non-empty string; got {expr!r}")
     try:
         tree = ast.parse(expr, mode="eval")
     except SyntaxError as exc:
@@ -112,17 +202,46 @@ def _parse_rule(expr: str, names: set[str], what: str) -> ast.Expression:
     return tree
 
 
-def _eval_rule(tree: ast.AST, passed: Mapping[str, bool]) -> bool:
+def rule_names(tree: ast.AST) -> list[str]:
+    """The threshold names a parsed rule refers to, in order of first appearance."""
+    return list(dict.fromkeys(n.id for n in ast.walk(tree) if isinstance(n, ast.Name)))
+
+
+def eval_rule(tree: ast.AST, passed: Mapping[str, bool]) -> bool:
+    """Evaluate a parsed rule given which thresholds passed."""
     if isinstance(tree, ast.Expression):
-        return _eval_rule(tree.body, passed)
+        return eval_rule(tree.body, passed)
     if isinstance(tree, ast.Name):
         return passed[tree.id]
     if isinstance(tree, ast.UnaryOp):
-        return not _eval_rule(tree.operand, passed)
+        return not eval_rule(tree.operand, passed)
     if isinstance(tree, ast.BoolOp):
-        values = [_eval_rule(v, passed) for v in tree.values]
+        values = [eval_rule(v, passed) for v in tree.values]
         return all(values) if isinstance(tree.op, ast.And) else any(values)
-    raise ValueError(f"unsupported rule node {type(tree).__name__}")  # unreachable after _parse_rule
+    raise ValueError(f"unsupported rule node {type(tree).__name__}")  # unreachable after parse_rule
+
+
+def decide_verdict(
+    passed: Mapping[str, bool],
+    verdict_names: Sequence[str],
+    reproduced: ast.AST | None,
+    partial: ast.AST | None,
+    validity: ast.AST | None,
+) -> tuple[str, list[str]]:
+    """The verdict given which thresholds passed, and the passing thresholds that carried it.
+
+    ``verdict_names`` are the thresholds the default ``reproduced`` rule requires (all but the floors).
+    """
+    if validity is not None and not eval_rule(validity, passed):
+        return "inconclusive", []
+    if reproduced is None:
+        if all(passed[n] for n in verdict_names):
+            return "reproduced", list(verdict_names)
+    elif eval_rule(reproduced, passed):
+        return "reproduced", [n for n in rule_names(reproduced) if passed[n]]
+    if partial is not None and eval_rule(partial, passed):
+        return "partial", [n for n in rule_names(partial) if passed[n]]
+    return "not reproduced", []
 
 
 def evaluate_verdict(
@@ -130,10 +249,13 @@ def evaluate_verdict(
     reproduced: str | None,
     partial: str | None,
     metrics: Mapping[str, float],
+    validity: str | None = None,
 ) -> tuple[str, list[dict[str, Any]]]:
-    """Verdict and per-threshold checks for measured ``metrics``.
+    """Verdict and per-threshold checks for the metrics of one run.
 
-    ``reproduced`` defaults to every threshold holding; ``partial`` defaults to never.
+    ``reproduced`` defaults to every threshold that is not a validity floor holding; ``partial`` to never;
+    ``validity`` to always (if it fails the verdict is ``inconclusive``). For several seeds, with
+    aggregation, controls and flags, see :func:`geode.claims.verdict.evaluate`.
 
     Returns
     -------
@@ -143,14 +265,12 @@ def evaluate_verdict(
         One per threshold: its fields plus ``measured`` (float or None) and ``passed`` (bool).
     """
     names = {t.name for t in thresholds}
+    rep = parse_rule(reproduced, names, "reproduced") if reproduced is not None else None
+    part = parse_rule(partial, names, "partial") if partial is not None else None
+    valid = parse_rule(validity, names, "validity") if validity is not None else None
+    floors = set(rule_names(valid)) if valid is not None else set()
     passed = {t.name: t.passes(metrics) for t in thresholds}
-    rep_expr = reproduced if reproduced is not None else " and ".join(t.name for t in thresholds) or "True"
-    if rep_expr == "True":
-        is_rep = True
-    else:
-        is_rep = _eval_rule(_parse_rule(rep_expr, names, "reproduced"), passed)
-    is_part = partial is not None and _eval_rule(_parse_rule(partial, names, "partial"), passed)
-    verdict = "reproduced" if is_rep else ("partial" if is_part else "not reproduced")
+    verdict, _ = decide_verdict(passed, [t.name for t in thresholds if t.name not in floors], rep, part, valid)
     checks = []
     for t in thresholds:
         m = metrics.get(t.metric)
@@ -175,6 +295,9 @@ class Outcome:
         One line that says what was measured, with the key numbers.
     notes : list of str, optional
         Anything a reader must know to interpret the numbers (protocol choices, caveats).
+    tuned : list of dict, optional
+        What equal tuning selected for each method (rows of :meth:`geode.claims.TuneResult.table`): the
+        method, the selected values, the validation score, the trials spent and any value on its grid's edge.
     """
 
     metrics: dict[str, float]
@@ -182,6 +305,7 @@ class Outcome:
     figures: dict[str, Any] = field(default_factory=dict)
     summary: str = ""
     notes: list[str] = field(default_factory=list)
+    tuned: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not isinstance(self.metrics, Mapping):
@@ -198,18 +322,32 @@ class Outcome:
                 raise ValueError(f"metric {k!r} must be finite; got {x}")
             clean[k] = x
         self.metrics = clean
-        rows = []
-        for i, row in enumerate(self.table):
-            if not isinstance(row, Mapping):
-                raise TypeError(f"table row {i} must be a dict; got {type(row).__name__}")
-            rows.append({str(k): _plain(v) for k, v in row.items()})
-        self.table = rows
+        self.table = _rows("table", self.table)
+        self.tuned = _rows("tuned", self.tuned)
+        if isinstance(self.notes, str) or not all(isinstance(n, str) for n in self.notes):
+            raise TypeError("notes must be a list of strings")
+        self.notes = list(self.notes)
         if not isinstance(self.summary, str) or "\n" in self.summary.strip():
             raise ValueError("summary must be a one-line string")
         self.summary = self.summary.strip()
         for name in self.figures:
-            if not (isinstance(name, str) and name.replace("_", "").replace("-", "").isalnum()):
-                raise ValueError(f"figure names must be alphanumeric with - or _; got {name!r}")
+            if not (isinstance(name, str) and FIGURE_NAME.fullmatch(name)):
+                raise ValueError(f"figure names must be ASCII letters, digits, - or _; got {name!r}")
+
+
+FIGURE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+"""What a figure name may be: it becomes a file name under the results folder."""
+
+
+def _rows(what: str, rows: Any) -> list[dict[str, Any]]:
+    if isinstance(rows, (str, bytes, Mapping)):
+        raise TypeError(f"{what} must be a list of dicts; got {type(rows).__name__}")
+    out = []
+    for i, row in enumerate(rows):
+        if not isinstance(row, Mapping):
+            raise TypeError(f"{what} row {i} must be a dict; got {type(row).__name__}")
+        out.append({str(k): _plain(v) for k, v in row.items()})
+    return out
 
 
 def _plain(v: Any) -> Any:
@@ -247,7 +385,7 @@ class Claim:
     baselines : tuple of str
         The baselines the paper names and the check compares against.
     thresholds : tuple of Threshold
-        Fixed bounds on measured metrics.
+        Fixed bounds on measured metrics: those the verdict rules use, and the validity floors.
     reproduced, partial : str or None
         Boolean rules over threshold names (see the module docstring).
     key_metric : str
@@ -261,6 +399,19 @@ class Claim:
     timing_metrics : tuple of str
         Metrics measured from wall-clock time (speed-ups). They are the only metrics allowed to differ
         between two runs with the same seed; everything else must be bit-for-bit reproducible.
+    validity : str or None
+        Boolean rule over threshold names (the floors) that must hold for the comparison to mean anything;
+        when it fails the verdict is ``inconclusive``.
+    min_seeds : int
+        Seeds the verdict needs (3 by the protocol); fewer make it ``inconclusive``.
+    replication : str
+        For a claim with ``min_seeds < 3``: how it replicates inside one run (e.g. "60 repetitions x 3
+        data draws per run").
+    revision : int
+        Bumped by hand when ``run`` changes what it measures; part of :meth:`definition_hash`, so results
+        of an older revision are stale.
+    assets : tuple of str
+        Names of :data:`geode.data.ASSETS` the claim needs in ``quick`` mode.
     """
 
     slug: str
@@ -277,25 +428,51 @@ class Claim:
     module: str
     doc: str = ""
     timing_metrics: tuple[str, ...] = ()
+    validity: str | None = None
+    min_seeds: int = 3
+    replication: str = ""
+    revision: int = 1
+    assets: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         names = [t.name for t in self.thresholds]
         if len(set(names)) != len(names):
             raise ValueError(f"claim {self.slug!r}: threshold names must be unique; got {names}")
-        if self.reproduced is not None:
-            _parse_rule(self.reproduced, set(names), "reproduced")
-        if self.partial is not None:
-            _parse_rule(self.partial, set(names), "partial")
+        for rule, what in ((self.reproduced, "reproduced"), (self.partial, "partial"), (self.validity, "validity")):
+            if rule is not None:
+                parse_rule(rule, set(names), f"claim {self.slug!r}: {what}")
         if not self.claim.strip():
             raise ValueError(f"claim {self.slug!r}: the claim sentence must not be empty")
+        if isinstance(self.min_seeds, bool) or not isinstance(self.min_seeds, int) or not 1 <= self.min_seeds <= 100:
+            raise ValueError(f"claim {self.slug!r}: min_seeds must be an int in [1, 100]; got {self.min_seeds!r}")
+        if self.min_seeds < 3 and not self.replication.strip():
+            raise ValueError(
+                f"claim {self.slug!r}: min_seeds={self.min_seeds} < 3 needs replication='how the run replicates "
+                "internally' (protocol section 2)"
+            )
+        if isinstance(self.revision, bool) or not isinstance(self.revision, int) or self.revision < 1:
+            raise ValueError(f"claim {self.slug!r}: revision must be an int >= 1; got {self.revision!r}")
 
     def verdict(self, metrics: Mapping[str, float]) -> tuple[str, list[dict[str, Any]]]:
-        """Verdict and checks for measured metrics (see :func:`evaluate_verdict`)."""
-        return evaluate_verdict(self.thresholds, self.reproduced, self.partial, metrics)
+        """Verdict and checks for the metrics of one run (see :func:`evaluate_verdict`)."""
+        return evaluate_verdict(self.thresholds, self.reproduced, self.partial, metrics, self.validity)
+
+    def evaluate(self, runs: Sequence[Mapping[str, float]]) -> Any:
+        """The verdict over several runs (seeds): see :func:`geode.claims.verdict.evaluate`."""
+        from geode.claims.verdict import evaluate
+
+        return evaluate(
+            self.thresholds,
+            runs,
+            reproduced=self.reproduced,
+            partial=self.partial,
+            validity=self.validity,
+            min_seeds=self.min_seeds,
+        )
 
     def describe(self) -> dict[str, Any]:
         """The claim's fixed description (everything but ``run``), as stored with every result."""
-        return {
+        d = {
             "slug": self.slug,
             "title": self.title,
             "field": self.field,
@@ -305,7 +482,41 @@ class Claim:
             "thresholds": [t.to_dict() for t in self.thresholds],
             "reproduced": self.reproduced,
             "partial": self.partial,
+            "validity": self.validity,
+            "min_seeds": self.min_seeds,
+            "replication": self.replication,
+            "revision": self.revision,
             "key_metric": self.key_metric,
             "doc": self.doc,
             "timing_metrics": list(self.timing_metrics),
+            "assets": list(self.assets),
         }
+        d["hash"] = definition_hash(d)
+        return d
+
+    def definition_hash(self) -> str:
+        """A hash of what decides the verdict (thresholds, rules, seeds, revision, metrics' roles)."""
+        return definition_hash(self.describe())
+
+
+_HASHED = (
+    "slug",
+    "thresholds",
+    "reproduced",
+    "partial",
+    "validity",
+    "min_seeds",
+    "revision",
+    "key_metric",
+    "timing_metrics",
+)
+
+
+def definition_hash(description: Mapping[str, Any]) -> str:
+    """The hash of a claim description's verdict-deciding fields (a result with another hash is stale)."""
+    import hashlib
+    import json
+
+    core = {k: description.get(k) for k in _HASHED}
+    blob = json.dumps(core, sort_keys=True, separators=(",", ":"), default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
