@@ -1,8 +1,9 @@
 """Claims for the harness's own tests (slugs start with ``_``; they never appear in the catalogue).
 
-Importing this module registers them. Each exercises one path of the runner: a clean result with a
-figure, a claim that raises, one that hangs past its timeout, one that kills its process, and one
-whose verdict depends on the seed.
+Importing this module registers them. Each exercises one path of the harness: a clean result with a
+figure, a claim that raises, one that hangs past its timeout, one that kills its process, one whose
+verdict depends on the seed, one that starts a helper process (process-tree clean-up), one with validity
+floors and negative controls, and one whose every text field is hostile (report escaping).
 """
 
 from __future__ import annotations
@@ -88,3 +89,74 @@ def _hangs(mode: str, seed: int) -> Outcome:
 )
 def _dies(mode: str, seed: int) -> Outcome:
     os._exit(3)
+
+
+@register(
+    "_sleeper",
+    claim="A toy claim that records its pid, starts a helper process and sleeps.",
+    paper_figure="-",
+    baselines=(),
+    thresholds=(Threshold("t", "value", ">", 0.0),),
+)
+def _sleeper(mode: str, seed: int) -> Outcome:
+    """Writes ``<pid>`` and ``<helper pid>`` into ``$GEODE_TEST_PIDS/<seed>`` (for the process-tree tests)."""
+    import subprocess
+    import sys
+
+    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    folder = os.environ.get("GEODE_TEST_PIDS")
+    if folder:
+        tmp = os.path.join(folder, f".{seed}.tmp")
+        with open(tmp, "w") as fh:
+            fh.write(f"{os.getpid()} {helper.pid}\n")
+        os.replace(tmp, os.path.join(folder, str(seed)))
+    time.sleep(600)
+    return Outcome(metrics={"value": 1.0})
+
+
+@register(
+    "_floors",
+    claim="A toy claim with a validity floor and negative controls.",
+    paper_figure="gain >= 0.1 over the baseline",
+    baselines=("baseline",),
+    thresholds=(
+        Threshold("gain", "gain", ">=", 0.1, "the method beats the baseline", agg="bound95", control="control_gain"),
+        Threshold("some", "gain", ">=", 0.0, "not worse", control="weak_control_gain"),
+        Threshold("learns", "baseline_acc", ">=", 0.8, "the baseline learns the task"),
+    ),
+    reproduced="gain",
+    partial="some",
+    validity="learns",
+)
+def _floors(mode: str, seed: int) -> Outcome:
+    """Seed-dependent: seed 3 breaks the floor; the weak control passes 'some' (it does not discriminate)."""
+    gains = [0.30, 0.25, 0.35, 0.30, 0.05]
+    return Outcome(
+        metrics={
+            "gain": gains[seed % 5],
+            "control_gain": -0.05,
+            "weak_control_gain": 0.02,
+            "baseline_acc": 0.5 if seed % 5 == 3 else 0.9,
+        },
+        summary=f"gain {gains[seed % 5]}",
+    )
+
+
+HOSTILE = '<script>alert(1)</script> "><img src=x onerror=alert(2)> ``` [link](javascript:alert(3)) | \x1b[31mred'
+
+
+@register(
+    "_hostile",
+    claim=f"A toy claim full of hostile text: {HOSTILE}",
+    paper_figure=HOSTILE,
+    baselines=(HOSTILE,),
+    thresholds=(Threshold("t", "value", ">", 0.0, HOSTILE),),
+)
+def _hostile(mode: str, seed: int) -> Outcome:
+    return Outcome(
+        metrics={"value": 1.0},
+        table=[{HOSTILE: HOSTILE, "n": 1}],
+        summary=HOSTILE.replace("\n", " "),
+        notes=[HOSTILE],
+        tuned=[{"method": HOSTILE, "selected": HOSTILE}],
+    )

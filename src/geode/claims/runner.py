@@ -4,37 +4,68 @@ Every (slug, mode, seed) task runs in its own process with one BLAS/torch thread
 that crashes, hangs or leaks cannot take the run down with it:
 
 - a claim that raises is stored with status ``error`` and its traceback, and the run goes on;
-- a claim that exceeds ``timeout`` seconds is killed and stored with status ``timeout``;
-- on Ctrl-C the running workers are stopped and every finished result is already on disk;
-- a task whose successful result is stored is skipped unless ``force`` is set, so a run resumes.
+- a claim that exceeds ``timeout`` seconds is killed with its whole process group (helpers it started
+  included) and stored with status ``timeout``;
+- a worker dies with its parent: ``kill -9`` of ``geode reproduce`` leaves no worker computing
+  (``PR_SET_PDEATHSIG`` on Linux, a watchdog thread elsewhere);
+- on Ctrl-C (or SIGTERM, which the CLI turns into the same path) the running workers are stopped and every
+  finished result is already on disk;
+- a task whose successful result of the *current* claim definition is stored is skipped unless
+  ``force`` is set, so a run resumes; a stale, failed or unreadable result is re-run;
+- a task being run by another process on the same output folder (its lock is held) is skipped;
+- a result that cannot be written (full disk, read-only folder) costs that result only: no new task is
+  started, the running ones finish, and :class:`StoreWriteError` lists what could not be stored.
 
-The worker computes everything and sends back a record plus PNG bytes; the parent writes them to the
-:class:`~geode.claims.store.ResultStore`. The same payload comes back from Ray workers, which may run
-on other machines without access to the output folder.
+Tasks may be given lazily (any iterable); the runner never materialises more than it runs. The worker
+computes everything and sends back a record plus PNG bytes; the parent writes them to the
+:class:`~geode.claims.store.ResultStore`. The same payload comes back from Ray workers, which may run on
+other machines without access to the output folder.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import io
+import json
+import math
 import multiprocessing as mp
 import os
 import platform
+import re
+import secrets
 import signal
+import socket
 import sys
+import tempfile
+import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import wait as _mp_wait
 from typing import Any
 
-from geode.claims.store import SCHEMA_VERSION, ResultStore
+from geode.claims.store import SCHEMA_VERSION, ResultStore, TaskLock, check_slug
 from geode.claims.types import MODES
 
-__all__ = ["Task", "execute", "run_tasks"]
+__all__ = ["RunnerUsageError", "StoreWriteError", "Task", "execute", "run_tasks"]
 
 Payload = tuple[dict[str, Any], dict[str, bytes]]
+_THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+class RunnerUsageError(ValueError):
+    """A problem with how the runner was asked to run (Ray missing, a bad or unreachable address)."""
+
+
+class StoreWriteError(OSError):
+    """Some results could not be written; ``unsaved`` holds them and ``dumped`` where they were saved instead."""
+
+    def __init__(self, message: str, unsaved: list[dict[str, Any]], dumped: str | None) -> None:
+        super().__init__(message)
+        self.unsaved = unsaved
+        self.dumped = dumped
 
 
 @dataclass(frozen=True)
@@ -47,10 +78,13 @@ class Task:
     module: str | None = None
 
     def __post_init__(self) -> None:
+        check_slug(self.slug)
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}; got {self.mode!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"seed must be a non-negative int; got {self.seed!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed < 10**9:
+            raise ValueError(f"seed must be a non-negative int below 1e9; got {self.seed!r}")
+        if self.module is not None and not re.fullmatch(r"[A-Za-z_][\w.]*", self.module):
+            raise ValueError(f"module must be a dotted Python module name; got {self.module!r}")
 
 
 def _base_record(task: Task) -> dict[str, Any]:
@@ -66,10 +100,12 @@ def _base_record(task: Task) -> dict[str, Any]:
         "metrics": {},
         "checks": [],
         "table": [],
+        "tuned": [],
         "summary": "",
         "notes": [],
         "error": None,
         "wall_s": 0.0,
+        "run_id": secrets.token_hex(4),
         "started": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "geode_version": __version__,
         "python": platform.python_version(),
@@ -91,6 +127,7 @@ def execute(task: Task) -> Payload:
 
         claim = load_claim(task.slug, task.module)
         record["claim"] = claim.describe()
+        record["claim_hash"] = record["claim"]["hash"]
         set_single_thread()  # again: the claim's module may have imported torch
         if "torch" in sys.modules:
             record["torch"] = sys.modules["torch"].__version__
@@ -107,6 +144,7 @@ def execute(task: Task) -> Payload:
             metrics=outcome.metrics,
             checks=checks,
             table=outcome.table,
+            tuned=outcome.tuned,
             summary=outcome.summary,
             notes=list(outcome.notes),
         )
@@ -127,7 +165,31 @@ def execute(task: Task) -> Payload:
     return record, figures
 
 
-def _child(task: Task, conn: Any) -> None:
+def _die_with_parent(parent_pid: int) -> None:
+    """Make this worker a process-group leader that dies when its parent does."""
+    with contextlib.suppress(OSError):
+        os.setsid()  # own process group: a timeout kills the worker and whatever it started
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(Exception):
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(1)
+
+    def watch() -> None:  # a backstop where PDEATHSIG is unavailable
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent_pid:
+                with contextlib.suppress(OSError):
+                    os.killpg(0, signal.SIGKILL)
+                os._exit(1)
+
+    threading.Thread(target=watch, name="geode-parent-watch", daemon=True).start()
+
+
+def _child(task: Task, conn: Any, parent_pid: int) -> None:
+    _die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
     try:
         payload = execute(task)
@@ -135,8 +197,11 @@ def _child(task: Task, conn: Any) -> None:
         rec = _base_record(task)
         rec["error"] = traceback.format_exc()
         payload = (rec, {})
-    conn.send(payload)
-    conn.close()
+    try:
+        conn.send(payload)
+        conn.close()
+    except (BrokenPipeError, OSError):  # the parent is gone: nobody to tell
+        os._exit(1)
 
 
 def _failure(task: Task, status: str, message: str, wall_s: float) -> dict[str, Any]:
@@ -145,57 +210,151 @@ def _failure(task: Task, status: str, message: str, wall_s: float) -> dict[str, 
     return rec
 
 
+def _kill_group(proc: Any) -> None:
+    """Kill a worker and its process group (it called setsid, so its group id is its pid)."""
+    with contextlib.suppress(OSError, ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(OSError, ValueError):
+        proc.kill()
+    proc.join(5)
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """Ignore SIGINT while a worker is spawned, so it is born ignoring it (no traceback at Ctrl-C)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+class _Scheduler:
+    """Hands out the tasks that need running, one at a time, under their locks; counts the rest."""
+
+    def __init__(
+        self,
+        tasks: Iterable[Task],
+        store: ResultStore,
+        force: bool,
+        on_skip: Callable[[Task, str], None] | None,
+        on_note: Callable[[str], None] | None,
+    ) -> None:
+        self._it = iter(tasks)
+        self.store = store
+        self.force = force
+        self.on_skip = on_skip
+        self.on_note = on_note
+        self.skipped = 0
+        self.exhausted = False
+        self._hashes: dict[tuple[str, str | None], str | None] = {}
+
+    def _hash(self, task: Task) -> str | None:
+        key = (task.slug, task.module)
+        if key not in self._hashes:
+            try:
+                from geode.claims.registry import load_claim
+
+                self._hashes[key] = load_claim(task.slug, task.module).definition_hash()
+            except Exception:  # the worker will record why the claim cannot load
+                self._hashes[key] = None
+        return self._hashes[key]
+
+    def next(self) -> tuple[Task, TaskLock] | None:
+        """The next task to run with its lock held, or None when there is none left."""
+        for task in self._it:
+            state = "missing" if self.force else self.store.state(task.slug, task.mode, task.seed, self._hash(task))
+            if state == "done":
+                self._skip(task, "stored")
+                continue
+            lock = self.store.lock(task.slug, task.mode, task.seed)
+            if lock is None:
+                self._skip(task, "running elsewhere")
+                continue
+            if not self.force and self.store.is_done(task.slug, task.mode, task.seed, self._hash(task)):
+                lock.release()  # another run finished it while we looked
+                self._skip(task, "stored")
+                continue
+            if state in ("stale", "corrupt") and self.on_note is not None:
+                what = "from an older claim definition" if state == "stale" else "unreadable or malformed"
+                self.on_note(f"{task.slug} {task.mode} seed {task.seed}: the stored result is {what}; re-running")
+            return task, lock
+        self.exhausted = True
+        return None
+
+    def _skip(self, task: Task, why: str) -> None:
+        self.skipped += 1
+        if self.on_skip is not None:
+            self.on_skip(task, why)
+
+
 def _run_local(
-    tasks: Sequence[Task],
+    sched: _Scheduler,
     jobs: int,
     timeout: float | None,
     emit: Callable[[dict[str, Any], dict[str, bytes]], None],
+    stop: Callable[[], bool],
 ) -> None:
     ctx = mp.get_context("spawn")
-    pending = list(tasks)
-    running: dict[Any, tuple[Task, Any, float]] = {}  # conn -> (task, process, start)
-    env_before = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+    running: dict[Any, tuple[Task, Any, float, TaskLock]] = {}  # conn -> (task, process, start, lock)
+    env_before = {k: os.environ.get(k) for k in _THREAD_VARS}
     for k in env_before:  # children inherit the environment: one thread each
         os.environ[k] = "1"
+    parent = os.getpid()
+
+    def finish(conn: Any, record: dict[str, Any], figures: dict[str, bytes]) -> None:
+        task, proc, start, lock = running.pop(conn)
+        with contextlib.suppress(OSError):
+            conn.close()
+        try:
+            emit(record, figures)
+        finally:
+            lock.release()
+
     try:
-        while pending or running:
-            while pending and len(running) < jobs:
-                task = pending.pop(0)
-                parent_conn, child_conn = ctx.Pipe(duplex=False)
-                proc = ctx.Process(target=_child, args=(task, child_conn), daemon=True)
-                proc.start()
-                child_conn.close()
-                running[parent_conn] = (task, proc, time.monotonic())
-            ready = _mp_wait(list(running), timeout=0.2)
-            for conn in ready:
-                task, proc, start = running.pop(conn)
+        while True:
+            while not stop() and len(running) < jobs:
+                nxt = sched.next()
+                if nxt is None:
+                    break
+                task, lock = nxt
+                try:
+                    parent_conn, child_conn = ctx.Pipe(duplex=False)
+                    proc = ctx.Process(target=_child, args=(task, child_conn, parent), daemon=True)
+                    with _sigint_ignored():
+                        proc.start()
+                    child_conn.close()
+                except BaseException:
+                    lock.release()
+                    raise
+                running[parent_conn] = (task, proc, time.monotonic(), lock)
+            if not running:
+                break
+            for conn in _mp_wait(list(running), timeout=0.2):
+                task, proc, start, _ = running[conn]
                 try:
                     record, figures = conn.recv()
                 except (EOFError, OSError):
                     proc.join(5)
-                    record, figures = (
-                        _failure(
-                            task, "error", f"worker died with exit code {proc.exitcode}", time.monotonic() - start
-                        ),
-                        {},
-                    )
-                conn.close()
+                    msg = f"worker died with exit code {proc.exitcode}"
+                    record, figures = _failure(task, "error", msg, time.monotonic() - start), {}
                 proc.join(5)
-                emit(record, figures)
+                finish(conn, record, figures)
             if timeout is not None:
                 now = time.monotonic()
-                for conn, (task, proc, start) in list(running.items()):
+                for conn, (task, proc, start, _) in list(running.items()):
                     if now - start > timeout:
-                        proc.kill()
-                        proc.join(5)
-                        conn.close()
-                        del running[conn]
-                        emit(_failure(task, "timeout", f"no result within {timeout:g} s", now - start), {})
+                        _kill_group(proc)
+                        finish(conn, _failure(task, "timeout", f"no result within {timeout:g} s", now - start), {})
     finally:
-        for conn, (_task, proc, _start) in running.items():  # Ctrl-C or an error in emit: stop the workers
-            proc.kill()
-            proc.join(5)
-            conn.close()
+        for conn, (_task, proc, _start, lock) in running.items():  # Ctrl-C or an error: stop the workers
+            _kill_group(proc)
+            with contextlib.suppress(OSError):
+                conn.close()
+            lock.release()
         for k, v in env_before.items():
             if v is None:
                 os.environ.pop(k, None)
@@ -203,37 +362,68 @@ def _run_local(
                 os.environ[k] = v
 
 
+def check_ray_address(address: str, connect_timeout: float = 5.0) -> None:
+    """Refuse a malformed or unreachable Ray address quickly, with one clear message.
+
+    ``"local"`` and ``"auto"`` are accepted as they are; ``host:port`` and ``ray://host:port`` must name a
+    port that accepts a TCP connection within ``connect_timeout`` seconds (Ray itself would retry for
+    minutes).
+    """
+    if address in ("local", "auto"):
+        return
+    m = re.fullmatch(r"(?:ray://)?(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.\-]+):(\d{1,5})", address)
+    if not m or not 0 < int(m.group(2)) < 65536:
+        raise RunnerUsageError(f"--ray must be 'local', 'auto', HOST:PORT or ray://HOST:PORT; got {address!r}")
+    host, port = m.group(1).strip("[]"), int(m.group(2))
+    try:
+        with socket.create_connection((host, port), timeout=connect_timeout):
+            pass
+    except OSError as exc:
+        raise RunnerUsageError(
+            f"cannot reach a Ray cluster at {address} within {connect_timeout:g} s: {exc.strerror or exc}"
+        ) from None
+
+
 def _run_ray(
-    tasks: Sequence[Task],
+    sched: _Scheduler,
     address: str,
     jobs: int | None,
     timeout: float | None,
     emit: Callable[[dict[str, Any], dict[str, bytes]], None],
+    stop: Callable[[], bool],
 ) -> None:
     try:
         import ray
     except ImportError:
-        raise ImportError("running on Ray needs the ray extra: pip install 'geode[ray]'") from None
+        raise RunnerUsageError("running on Ray needs the ray extra: pip install 'geode[ray]'") from None
+    check_ray_address(address)
     started_here = False
     if not ray.is_initialized():
-        env = {"env_vars": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg"}}
-        if address == "local":
-            ray.init(num_cpus=jobs or None, include_dashboard=False, runtime_env=env, log_to_driver=False)
-        else:
-            ray.init(address=address, runtime_env=env, log_to_driver=False)
+        env = {"env_vars": {k: "1" for k in _THREAD_VARS} | {"MPLBACKEND": "Agg"}}
+        try:
+            if address == "local":
+                ray.init(num_cpus=jobs, include_dashboard=False, runtime_env=env, log_to_driver=False)
+            else:
+                ray.init(address=address, runtime_env=env, log_to_driver=False)
+        except (ConnectionError, ValueError, RuntimeError) as exc:
+            raise RunnerUsageError(f"cannot start or join Ray at {address!r}: {exc}") from None
         started_here = True
+    in_flight: dict[Any, tuple[Task, float, TaskLock]] = {}
     try:
         remote = ray.remote(num_cpus=1, max_retries=0)(execute)
         limit = jobs or max(1, int(ray.cluster_resources().get("CPU", 1)))
-        pending = list(tasks)
-        in_flight: dict[Any, tuple[Task, float]] = {}
-        while pending or in_flight:
-            while pending and len(in_flight) < limit:
-                task = pending.pop(0)
-                in_flight[remote.remote(task)] = (task, time.monotonic())
+        while True:
+            while not stop() and len(in_flight) < limit:
+                nxt = sched.next()
+                if nxt is None:
+                    break
+                task, lock = nxt
+                in_flight[remote.remote(task)] = (task, time.monotonic(), lock)
+            if not in_flight:
+                break
             done, _ = ray.wait(list(in_flight), num_returns=1, timeout=0.2)
             for ref in done:
-                task, start = in_flight.pop(ref)
+                task, start, lock = in_flight.pop(ref)
                 try:
                     record, figures = ray.get(ref)
                 except Exception as exc:  # worker crash, serialisation error, ...
@@ -241,69 +431,116 @@ def _run_ray(
                         _failure(task, "error", f"ray task failed: {exc!r}", time.monotonic() - start),
                         {},
                     )
-                emit(record, figures)
+                try:
+                    emit(record, figures)
+                finally:
+                    lock.release()
             if timeout is not None:
                 now = time.monotonic()
-                for ref, (task, start) in list(in_flight.items()):
+                for ref, (task, start, lock) in list(in_flight.items()):
                     if now - start > timeout:
                         ray.cancel(ref, force=True)
                         del in_flight[ref]
-                        emit(_failure(task, "timeout", f"no result within {timeout:g} s", now - start), {})
+                        try:
+                            emit(_failure(task, "timeout", f"no result within {timeout:g} s", now - start), {})
+                        finally:
+                            lock.release()
     finally:
+        for ref, (_task, _start, lock) in in_flight.items():
+            with contextlib.suppress(Exception):
+                ray.cancel(ref, force=True)
+            lock.release()
         if started_here:
             ray.shutdown()
 
 
+def _dump_unsaved(unsaved: list[dict[str, Any]]) -> str | None:
+    """Save results that could not be stored to a file in the temp folder; its path, or None."""
+    try:
+        fd, path = tempfile.mkstemp(prefix="geode-unsaved-", suffix=".json")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(unsaved, fh, indent=1, allow_nan=False, default=str)
+        return path
+    except (OSError, ValueError):
+        return None
+
+
 def run_tasks(
-    tasks: Sequence[Task],
+    tasks: Iterable[Task],
     store: ResultStore,
     *,
-    jobs: int = 1,
+    jobs: int | None = None,
     timeout: float | None = None,
     force: bool = False,
     ray_address: str | None = None,
-    on_start: Callable[[int, int], None] | None = None,
     on_result: Callable[[dict[str, Any]], None] | None = None,
+    on_skip: Callable[[Task, str], None] | None = None,
+    on_note: Callable[[str], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Run claim tasks and store their results; return the records produced by this call.
 
     Parameters
     ----------
-    tasks : sequence of Task
+    tasks : iterable of Task
+        Consumed lazily.
     store : ResultStore
         Where results are written (atomically, one by one as they finish).
-    jobs : int
-        Worker processes at once (one thread each); on Ray, tasks in flight (default: cluster CPUs).
+    jobs : int, optional
+        Worker processes at once, one thread each (None: 1); on Ray, tasks in flight (None: the cluster's CPUs).
     timeout : float, optional
         Seconds per task before it is killed and recorded as ``timeout``.
     force : bool
         Re-run tasks that already have a successful stored result.
     ray_address : str, optional
         ``"local"`` (start a Ray instance in this process), ``"auto"`` or a cluster address.
-    on_start : callable, optional
-        Called once with (number of tasks to run, number skipped).
     on_result : callable, optional
         Called with each record as soon as it is stored.
+    on_skip : callable, optional
+        Called with each task not run and why (``"stored"``, ``"running elsewhere"``).
+    on_note : callable, optional
+        Called with one-line notes (a stale or unreadable result replaced, a result that could not be written).
+
+    Raises
+    ------
+    StoreWriteError
+        After the run, if some results could not be written (they are dumped to a temp file when possible).
+    RunnerUsageError
+        Ray is missing, or its address is malformed or unreachable.
     """
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise ValueError(f"jobs must be an int >= 1; got {jobs!r}")
-    if timeout is not None and not timeout > 0:
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or not 1 <= jobs <= 1024):
+        raise ValueError(f"jobs must be an int in [1, 1024]; got {jobs!r}")
+    if timeout is not None and (isinstance(timeout, bool) or not (timeout > 0 and not math.isnan(timeout))):
         raise ValueError(f"timeout must be > 0 seconds; got {timeout!r}")
-    todo = [t for t in tasks if force or not store.is_done(t.slug, t.mode, t.seed)]
-    if on_start is not None:
-        on_start(len(todo), len(tasks) - len(todo))
     produced: list[dict[str, Any]] = []
+    unsaved: list[dict[str, Any]] = []
+    write_error: list[str] = []
+    sched = _Scheduler(tasks, store, force, on_skip, on_note)
 
     def emit(record: dict[str, Any], figures: dict[str, bytes]) -> None:
-        store.write(record, figures)
+        try:
+            store.write(record, figures)
+        except OSError as exc:  # a full disk or a read-only folder: keep the record, start nothing new
+            unsaved.append(record)
+            msg = f"cannot store {record['slug']} {record['mode']} seed {record['seed']}: {exc.strerror or exc}"
+            write_error.append(msg)
+            if on_note is not None:
+                on_note(msg)
+            return
         produced.append(record)
         if on_result is not None:
             on_result(record)
 
-    if not todo:
-        return produced
+    def stop() -> bool:
+        return bool(write_error)
+
     if ray_address:
-        _run_ray(todo, ray_address, jobs if jobs > 1 else None, timeout, emit)
+        _run_ray(sched, ray_address, jobs, timeout, emit, stop)
     else:
-        _run_local(todo, jobs, timeout, emit)
+        _run_local(sched, jobs or 1, timeout, emit, stop)
+    if unsaved:
+        dumped = _dump_unsaved(unsaved)
+        where = f"; they are saved in {dumped}" if dumped else ""
+        raise StoreWriteError(
+            f"{len(unsaved)} result(s) could not be stored ({write_error[0]}){where}", unsaved, dumped
+        )
     return produced

@@ -2,53 +2,111 @@
 
 Layout under the output folder (default ``./geode-results``)::
 
-    results/<slug>/<mode>-seed<k>.json
-    results/<slug>/<mode>-seed<k>/<figure>.png
-    REPORT.md, index.html                       (written by ``geode report``)
+    results/<slug>/<mode>-seed<k>.json            one claim run
+    results/<slug>/<mode>-seed<k>/<fig>.<id>.png  its figures (``<id>`` ties them to the JSON that names them)
+    results/<slug>/bench.json                     the paper's benchmark (``geode bench``)
+    REPORT.md, index.html                         written by ``geode report``
 
-A result file is written to a temporary file in the same folder, flushed to disk and renamed over
-the target, so an interrupted run never leaves a half-written result. Figures are written before
-their JSON, which is the marker that the run finished.
+Guarantees:
+
+- A file is written to a temporary file in the same folder, flushed and renamed over the target, so an
+  interrupted run never leaves a half-written result; files get the permissions the umask allows (0644 by
+  default), as any other file the user writes.
+- Figures are written before their JSON and carry the run's id in their name; the JSON is the marker that
+  the run finished, and figures no JSON names are removed after the next write. A JSON never points at
+  another run's figures.
+- The location of a file is the truth: a record is accepted only under ``results/<slug>/<mode>-seed<k>.json``
+  with the same slug, mode and seed inside; anything else is reported as a problem and ignored. Slugs and
+  figure names are checked, so nothing is written outside the output folder.
+- A lock per task (``flock`` on a hidden file, released by the kernel if the process dies) lets two runs
+  share an output folder without running the same task twice.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import math
 import os
+import re
+import secrets
 import tempfile
+import time
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from geode.claims.types import MODES, VERDICTS
+from geode.claims.types import FIGURE_NAME, MODES, VERDICTS, Threshold, parse_rule
 
-__all__ = ["STATUSES", "ResultFileError", "ResultStore", "atomic_write_bytes", "atomic_write_text"]
+__all__ = [
+    "SLUG",
+    "STATUSES",
+    "ResultFileError",
+    "ResultStore",
+    "Scan",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "validate_record",
+]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+_READABLE_SCHEMAS = (1, 2)  # schema 1 (no claim hash) is read, and is always stale
 STATUSES: tuple[str, ...] = ("ok", "error", "timeout")
+SLUG = re.compile(r"_?[a-z0-9][a-z0-9-]{0,63}")
+"""What a paper slug may be (``_`` starts the harness's own test claims)."""
+_RESULT_NAME = re.compile(r"(smoke|quick|full)-seed(0|[1-9][0-9]{0,8})\.json")
 _REQUIRED = {"schema": int, "slug": str, "mode": str, "seed": int, "status": str, "metrics": dict}
+_STALE_TMP_S = 600.0
 
 
 class ResultFileError(ValueError):
     """A result file that cannot be read or does not follow the schema."""
 
 
+def _umask() -> int:
+    try:  # Linux: read it without changing it (os.umask() would race with other threads)
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _sweep_tmp(folder: Path, name: str) -> None:
+    """Remove temporary files of ``name`` left by a process killed in the middle of a write."""
+    now = time.time()
+    with contextlib.suppress(OSError):
+        for p in folder.glob(f".{name}.*.tmp"):
+            with contextlib.suppress(OSError):
+                if now - p.stat().st_mtime > _STALE_TMP_S:
+                    p.unlink()
+
+
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: temp file in the same folder, fsync, rename."""
+    """Write ``data`` to ``path`` atomically: temp file in the same folder, fsync, rename.
+
+    The file gets mode ``0o666 & ~umask``. On any error the temp file is removed and the old file (if
+    any) is left as it was; the ``OSError`` propagates.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    _sweep_tmp(path.parent, path.name)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), 0o666 & ~_umask())
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
 
 
@@ -57,27 +115,136 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def check_slug(slug: Any) -> str:
+    """``slug`` if it is a valid slug; ``ValueError`` otherwise (it becomes a folder name)."""
+    if not isinstance(slug, str) or not SLUG.fullmatch(slug):
+        raise ValueError(f"slug must be lower-case letters, digits and '-' (or start with '_'); got {slug!r}")
+    return slug
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _check(cond: bool, where: str, what: str) -> None:
+    if not cond:
+        raise ResultFileError(f"{where}: {what}")
+
+
+def _check_rows(rows: Any, where: str, name: str) -> None:
+    _check(isinstance(rows, list), where, f"field {name!r} must be a list of objects")
+    for row in rows:
+        _check(isinstance(row, dict), where, f"field {name!r} must be a list of objects")
+        for v in row.values():
+            _check(v is None or isinstance(v, (str, int, float, bool)), where, f"a cell of {name!r} is not plain")
+
+
+def _check_claim(claim: Any, where: str) -> None:
+    _check(isinstance(claim, dict), where, "field 'claim' must be an object")
+    for key in ("claim", "paper_figure", "key_metric", "doc", "title", "field", "slug"):
+        _check(isinstance(claim.get(key, ""), str), where, f"claim field {key!r} must be a string")
+    for key in ("baselines", "timing_metrics", "assets"):
+        v = claim.get(key, [])
+        _check(
+            isinstance(v, list) and all(isinstance(x, str) for x in v), where, f"claim field {key!r} must list strings"
+        )
+    ths = claim.get("thresholds", [])
+    _check(isinstance(ths, list), where, "claim field 'thresholds' must be a list")
+    try:
+        names = {Threshold.from_dict(t).name for t in ths}
+        for key in ("reproduced", "partial", "validity"):
+            if claim.get(key) is not None:
+                parse_rule(claim[key], names, key)
+    except ValueError as exc:
+        raise ResultFileError(f"{where}: claim definition: {exc}") from None
+    ms = claim.get("min_seeds", 1)
+    _check(isinstance(ms, int) and not isinstance(ms, bool) and 1 <= ms <= 100, where, "claim min_seeds is malformed")
+
+
 def validate_record(rec: Any, where: str = "result") -> dict[str, Any]:
-    """Check a result record against the schema; raise :class:`ResultFileError` naming what is wrong."""
-    if not isinstance(rec, dict):
-        raise ResultFileError(f"{where}: expected a JSON object, got {type(rec).__name__}")
+    """Check a result record against the whole schema; raise :class:`ResultFileError` naming what is wrong."""
+    _check(isinstance(rec, dict), where, f"expected a JSON object, got {type(rec).__name__}")
     for key, typ in _REQUIRED.items():
-        if key not in rec:
-            raise ResultFileError(f"{where}: missing field {key!r}")
-        if not isinstance(rec[key], typ) or isinstance(rec[key], bool):
-            raise ResultFileError(f"{where}: field {key!r} must be {typ.__name__}")
-    if rec["schema"] != SCHEMA_VERSION:
-        raise ResultFileError(f"{where}: schema {rec['schema']} is not {SCHEMA_VERSION}")
-    if rec["mode"] not in MODES:
-        raise ResultFileError(f"{where}: mode {rec['mode']!r} is not one of {MODES}")
-    if rec["status"] not in STATUSES:
-        raise ResultFileError(f"{where}: status {rec['status']!r} is not one of {STATUSES}")
-    if rec["status"] == "ok" and rec.get("verdict") not in VERDICTS:
-        raise ResultFileError(f"{where}: verdict {rec.get('verdict')!r} is not one of {VERDICTS}")
+        _check(key in rec, where, f"missing field {key!r}")
+        _check(
+            isinstance(rec[key], typ) and not isinstance(rec[key], bool),
+            where,
+            f"field {key!r} must be {typ.__name__}",
+        )
+    _check(rec["schema"] in _READABLE_SCHEMAS, where, f"schema {rec['schema']} is not one of {_READABLE_SCHEMAS}")
+    _check(bool(SLUG.fullmatch(rec["slug"])), where, f"slug {rec['slug']!r} is not a valid slug")
+    _check(rec["mode"] in MODES, where, f"mode {rec['mode']!r} is not one of {MODES}")
+    _check(0 <= rec["seed"] < 10**9, where, f"seed {rec['seed']} is out of range")
+    _check(rec["status"] in STATUSES, where, f"status {rec['status']!r} is not one of {STATUSES}")
+    if rec["status"] == "ok":
+        _check(rec.get("verdict") in VERDICTS, where, f"verdict {rec.get('verdict')!r} is not one of {VERDICTS}")
     for k, v in rec["metrics"].items():
-        if not isinstance(v, (int, float)) or isinstance(v, bool):
-            raise ResultFileError(f"{where}: metric {k!r} is not a number")
+        _check(_is_number(v) and math.isfinite(v), where, f"metric {k!r} is not a finite number")
+    for key in ("summary", "claim_hash", "run_id", "started", "geode_version"):
+        _check(isinstance(rec.get(key, ""), str), where, f"field {key!r} must be a string")
+    _check(rec.get("error") is None or isinstance(rec["error"], str), where, "field 'error' must be a string or null")
+    _check(_is_number(rec.get("wall_s", 0.0)), where, "field 'wall_s' must be a number")
+    notes = rec.get("notes", [])
+    _check(
+        isinstance(notes, list) and all(isinstance(n, str) for n in notes), where, "field 'notes' must list strings"
+    )
+    for key in ("table", "tuned"):
+        _check_rows(rec.get(key, []), where, key)
+    checks = rec.get("checks", [])
+    _check(isinstance(checks, list) and all(isinstance(c, dict) for c in checks), where, "field 'checks' is malformed")
+    figs = rec.get("figures", {})
+    _check(isinstance(figs, dict), where, "field 'figures' must be an object")
+    prefix = f"results/{rec['slug']}/{rec['mode']}-seed{rec['seed']}/"
+    for name, rel in figs.items():
+        _check(bool(FIGURE_NAME.fullmatch(str(name))), where, f"figure name {name!r} is not allowed")
+        _check(
+            isinstance(rel, str) and rel.startswith(prefix) and _FIG_FILE.fullmatch(rel[len(prefix) :]) is not None,
+            where,
+            f"figure path {rel!r} is not a figure of this result",
+        )
+    if "claim" in rec:
+        _check_claim(rec["claim"], where)
     return rec
+
+
+_FIG_FILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}(\.[0-9a-f]{8,32})?\.png")
+
+
+@dataclass
+class Scan:
+    """Every readable result under a store, and one line per file that was skipped."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+class TaskLock:
+    """An exclusive, non-blocking lock on one task (``flock``; the kernel releases it if the process dies)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def acquire(self) -> bool:
+        import fcntl
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666 & ~_umask())
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                return False
+            raise
+        self._fd = fd
+        return True
+
+    def release(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)  # closing the descriptor releases the flock
+            self._fd = None
 
 
 class ResultStore:
@@ -90,6 +257,8 @@ class ResultStore:
     """
 
     def __init__(self, root: str | os.PathLike[str] = "geode-results") -> None:
+        if str(root) == "":
+            raise ValueError("the output folder must not be an empty path")
         self.root = Path(root)
 
     @property
@@ -98,17 +267,41 @@ class ResultStore:
 
     def path(self, slug: str, mode: str, seed: int) -> Path:
         """Where the result of (slug, mode, seed) lives."""
+        check_slug(slug)
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 10**9:
+            raise ValueError(f"seed must be an int in [0, 1e9); got {seed!r}")
         return self.results_dir / slug / f"{mode}-seed{seed}.json"
 
     def figure_dir(self, slug: str, mode: str, seed: int) -> Path:
-        return self.results_dir / slug / f"{mode}-seed{seed}"
+        return self.path(slug, mode, seed).with_suffix("")
+
+    def bench_path(self, slug: str) -> Path:
+        """Where the benchmark of paper ``slug`` lives."""
+        return self.results_dir / check_slug(slug) / "bench.json"
+
+    def ensure_writable(self) -> None:
+        """Create the results folder and prove that a file can be written there; ``OSError`` if not.
+
+        Called before any work starts, so that a bad ``--out`` costs nothing.
+        """
+        if self.root.exists() and not self.root.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(self.root))
+        self.results_dir.mkdir(parents=True, exist_ok=True)
+        probe = self.results_dir / f".write-probe-{os.getpid()}-{secrets.token_hex(4)}"
+        try:
+            probe.write_bytes(b"geode")
+        finally:
+            with contextlib.suppress(OSError):
+                probe.unlink()
 
     def read(self, path: str | os.PathLike[str]) -> dict[str, Any]:
-        """Read and validate one result file; :class:`ResultFileError` if unreadable."""
+        """Read and validate one result file; :class:`ResultFileError` if unreadable or malformed."""
         path = Path(path)
         try:
             rec = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
             raise ResultFileError(f"cannot read result file {path}: {exc}") from None
         return validate_record(rec, where=str(path))
 
@@ -117,36 +310,117 @@ class ResultStore:
         p = self.path(slug, mode, seed)
         return self.read(p) if p.is_file() else None
 
-    def is_done(self, slug: str, mode: str, seed: int) -> bool:
-        """True when a successful (status ``ok``) result is stored; errors and timeouts are retried."""
+    def state(self, slug: str, mode: str, seed: int, claim_hash: str | None = None) -> str:
+        """``"done"``, ``"missing"``, ``"failed"`` (error/timeout), ``"stale"`` (another claim definition)
+        or ``"corrupt"`` (unreadable or malformed)."""
         p = self.path(slug, mode, seed)
-        if not p.is_file():
-            return False
         try:
-            return self.read(p)["status"] == "ok"
+            if not p.is_file():
+                return "missing"
+        except OSError:
+            return "corrupt"
+        try:
+            rec = self.read(p)
         except ResultFileError:
-            return False
+            return "corrupt"
+        if rec["slug"] != slug or rec["mode"] != mode or rec["seed"] != seed:
+            return "corrupt"
+        if rec["status"] != "ok":
+            return "failed"
+        if claim_hash is not None and rec.get("claim_hash") != claim_hash:
+            return "stale"
+        return "done"
+
+    def is_done(self, slug: str, mode: str, seed: int, claim_hash: str | None = None) -> bool:
+        """True when a successful result of the current claim definition (if given) is stored."""
+        return self.state(slug, mode, seed, claim_hash) == "done"
+
+    def lock(self, slug: str, mode: str, seed: int) -> TaskLock | None:
+        """Take the task's lock; None when another process holds it."""
+        p = self.path(slug, mode, seed)
+        lock = TaskLock(p.parent / f".{p.stem}.lock")
+        return lock if lock.acquire() else None
 
     def write(self, record: Mapping[str, Any], figures: Mapping[str, bytes] | None = None) -> Path:
-        """Store one result: PNG figures first, then the JSON record (atomically). Returns the JSON path."""
+        """Store one result: PNG figures first, then the JSON record (atomically). Returns the JSON path.
+
+        The stored copy gets ``figures`` (relative paths), ``run_id`` and ``schema``; a ``dict`` passed as
+        ``record`` is updated with them too, so it matches what was stored.
+        """
         rec = dict(record)
-        slug, mode, seed = rec["slug"], rec["mode"], int(rec["seed"])
+        slug, mode, seed = rec.get("slug"), rec.get("mode"), rec.get("seed")
+        p = self.path(slug, mode, seed)  # type: ignore[arg-type]
+        run_id = rec.get("run_id") or secrets.token_hex(4)
+        if not (isinstance(run_id, str) and re.fullmatch(r"[0-9a-f]{8,32}", run_id)):
+            raise ValueError(f"run_id must be 8-32 lower-case hex digits; got {run_id!r}")
+        rec["run_id"] = run_id
         rel: dict[str, str] = {}
-        if figures:
-            fdir = self.figure_dir(slug, mode, seed)
-            for name, png in figures.items():
-                atomic_write_bytes(fdir / f"{name}.png", png)
-                rel[name] = f"results/{slug}/{mode}-seed{seed}/{name}.png"
+        fdir = p.with_suffix("")
+        for name, png in (figures or {}).items():
+            if not (isinstance(name, str) and FIGURE_NAME.fullmatch(name)):
+                raise ValueError(f"figure names must be ASCII letters, digits, - or _; got {name!r}")
+            atomic_write_bytes(fdir / f"{name}.{run_id}.png", png)
+            rel[name] = f"results/{slug}/{mode}-seed{seed}/{name}.{run_id}.png"
         rec["figures"] = rel
         rec.setdefault("schema", SCHEMA_VERSION)
         validate_record(rec)
-        p = self.path(slug, mode, seed)
         atomic_write_text(p, json.dumps(rec, indent=2, sort_keys=True, allow_nan=False) + "\n")
+        if isinstance(record, dict):
+            record.update(figures=rec["figures"], run_id=run_id, schema=rec["schema"])
+        if fdir.is_dir():  # figures of earlier runs of this task: no JSON names them any more
+            keep = {Path(r).name for r in rel.values()}
+            for old in fdir.glob("*.png"):
+                if old.name not in keep:
+                    with contextlib.suppress(OSError):
+                        old.unlink()
         return p
 
+    def scan(self) -> Scan:
+        """Every valid result at its own location; every other file is one line in ``problems``.
+
+        A record counts only under ``results/<slug>/<mode>-seed<k>.json`` with matching contents.
+        """
+        out = Scan()
+        try:
+            if not self.results_dir.is_dir():
+                return out
+            folders = sorted(self.results_dir.iterdir())
+        except OSError as exc:
+            out.problems.append(f"cannot list {self.results_dir}: {exc.strerror or exc}")
+            return out
+        for folder in folders:
+            if folder.name.startswith(".") or not folder.is_dir():
+                continue
+            if not SLUG.fullmatch(folder.name):
+                out.problems.append(f"{folder}: not a paper folder; ignored")
+                continue
+            try:
+                files = sorted(folder.glob("*.json"))
+            except OSError as exc:
+                out.problems.append(f"cannot list {folder}: {exc.strerror or exc}")
+                continue
+            for p in files:
+                if p.name == "bench.json":
+                    continue
+                m = _RESULT_NAME.fullmatch(p.name)
+                if not m:
+                    out.problems.append(f"{p}: not a result file name (<mode>-seed<k>.json); ignored")
+                    continue
+                try:
+                    rec = self.read(p)
+                except ResultFileError as exc:
+                    out.problems.append(f"{exc}; ignored")
+                    continue
+                where = (folder.name, m.group(1), int(m.group(2)))
+                if (rec["slug"], rec["mode"], rec["seed"]) != where:
+                    out.problems.append(
+                        f"{p}: holds {rec['slug']} {rec['mode']} seed {rec['seed']}, "
+                        "not what its location says; ignored"
+                    )
+                    continue
+                out.records.append(rec)
+        return out
+
     def records(self) -> Iterator[dict[str, Any]]:
-        """Every stored result (raises :class:`ResultFileError` on the first unreadable one)."""
-        if not self.results_dir.is_dir():
-            return
-        for p in sorted(self.results_dir.glob("*/*.json")):
-            yield self.read(p)
+        """Every valid result at its own location (see :meth:`scan` for the skipped files)."""
+        yield from self.scan().records
