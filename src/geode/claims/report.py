@@ -1,19 +1,28 @@
 """Render stored results as ``REPORT.md`` and a self-contained static ``index.html``.
 
 The report lists all 57 papers in one overview table (field, status, verdict, key metric against the
-paper's own figure), then one section per paper with results: the claim, the thresholds with what
-was measured, the metrics, the results table, the figures and what had to be inferred.
+paper's own figure, seeds, benchmark ratio and memory ratio), then one section per paper with results: the
+claim; the verdict with each seed's own verdict; every threshold with its role (verdict or validity floor),
+its aggregate over seeds, its negative controls and whether it discriminates; the tuned values; the
+metrics; the results table; the benchmark; the figures; the notes; what had to be inferred.
 
-For each paper the report shows the largest mode that has a successful result (full, then quick,
-then smoke). With several seeds the metrics are averaged over seeds and the verdict is evaluated on
-the averages with the claim's fixed thresholds (each seed's own verdict is listed too). Rendering
-needs no paper module: every result file carries its claim's description.
+What decides (protocol, ``shared/notes/claim-protocol.md``):
+
+- The *current* claim definition decides: thresholds and rules come from the registered claim, not from
+  the stored files. A stored result made under another definition (its ``claim_hash`` differs) is
+  *stale*: it is counted and shown, never used for a verdict; ``geode reproduce`` re-runs it.
+- A file's location decides what it is (``results/<slug>/<mode>-seed<k>.json``); a file that is unreadable,
+  malformed or somewhere else is listed in one line under "Skipped files" and blocks nothing.
+- For each paper the report uses the largest mode with a current successful result (full, then quick, then
+  smoke) and evaluates the claim over all its seeds (:func:`geode.claims.verdict.evaluate`).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import html
+import json
+import re
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable
@@ -22,20 +31,34 @@ from pathlib import Path
 from typing import Any
 
 from geode import __version__, catalog
-from geode.claims.store import ResultStore, atomic_write_text
-from geode.claims.types import Threshold, evaluate_verdict
+from geode.claims.store import ResultStore, Scan, atomic_write_text
+from geode.claims.types import Threshold, definition_hash
+from geode.claims.verdict import Evaluation, evaluate
 
-__all__ = ["PaperResult", "render_html", "render_markdown", "summarize", "write_report"]
+__all__ = ["PaperResult", "current_claims", "render_html", "render_markdown", "summarize", "write_report"]
 
 _MODE_ORDER = ("full", "quick", "smoke")
 _COLOURS = {
     "reproduced": "#1a7f37",
     "partial": "#b08800",
     "not reproduced": "#cf222e",
+    "inconclusive": "#0969da",
     "error": "#8250df",
     "timeout": "#8250df",
+    "stale": "#bc4c00",
     "not run": "#6e7781",
     "planned": "#afb8c1",
+}
+_LEGEND = {
+    "reproduced": "the claim's reproduced rule holds",
+    "partial": "only the partial rule holds",
+    "not reproduced": "neither rule holds",
+    "inconclusive": "a validity floor failed or too few seeds ran: the comparison cannot decide",
+    "error": "the check raised",
+    "timeout": "the check ran past its time limit",
+    "stale": "only results of an older claim definition are stored",
+    "not run": "implemented, no stored result",
+    "planned": "no claim check yet",
 }
 
 
@@ -44,27 +67,50 @@ class PaperResult:
     """What the report shows for one paper."""
 
     paper: catalog.Paper
-    state: str  # a verdict, or "error", "timeout", "not run", "planned"
+    state: str  # a verdict, or "error", "timeout", "stale", "not run", "planned"
     mode: str | None = None
-    records: list[dict[str, Any]] = field(default_factory=list)  # the shown mode's records, by seed
+    records: list[dict[str, Any]] = field(default_factory=list)  # current successful records of the mode
     failures: list[dict[str, Any]] = field(default_factory=list)  # error/timeout records of that mode
-    claim: dict[str, Any] = field(default_factory=dict)
-    mean_metrics: dict[str, float] = field(default_factory=dict)
-    checks: list[dict[str, Any]] = field(default_factory=list)
+    claim: dict[str, Any] = field(default_factory=dict)  # the definition that decided
+    evaluation: Evaluation | None = None
+    stale: int = 0
+    bench: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
 
     @property
     def seeds(self) -> list[int]:
         return [r["seed"] for r in self.records]
 
+    @property
+    def mean_metrics(self) -> dict[str, float]:
+        keys = sorted(set().union(*(r["metrics"] for r in self.records))) if self.records else []
+        return {k: statistics.fmean(r["metrics"][k] for r in self.records if k in r["metrics"]) for k in keys}
+
+    @property
+    def checks(self) -> list[dict[str, Any]]:
+        return self.evaluation.checks if self.evaluation else []
+
     def key_metric_text(self) -> str:
         key = self.claim.get("key_metric")
-        if not key or key not in self.mean_metrics:
-            return ""
         vals = [r["metrics"][key] for r in self.records if key in r["metrics"]]
-        text = f"{key} = {_fmt(self.mean_metrics[key])}"
+        if not key or not vals:
+            return ""
+        text = f"{key} = {_fmt(statistics.fmean(vals))}"
         if len(vals) > 1:
             text += f" ± {_fmt(statistics.stdev(vals))}"
         return text
+
+    def bench_text(self) -> tuple[str, str]:
+        """(speed vs strongest baseline, memory ratio) for the overview."""
+        h = (self.bench or {}).get("headline") or {}
+        if not h:
+            return "", ""
+        speed = f"{_fmt(h.get('ratio'))}x"
+        if h.get("low") is not None and h.get("high") is not None:
+            speed += f" [{_fmt(h['low'])}-{_fmt(h['high'])}]"
+        speed += f" vs {h.get('baseline', '?')}"
+        mem = h.get("memory_ratio")
+        return speed, ("" if mem is None else f"{_fmt(mem)}x")
 
 
 def _fmt(x: Any) -> str:
@@ -73,44 +119,118 @@ def _fmt(x: Any) -> str:
     if isinstance(x, int):
         return str(x)
     if isinstance(x, float):
+        if x != x:
+            return "nan"
         if x == 0 or 1e-3 <= abs(x) < 1e5:
             return f"{x:.4g}"
         return f"{x:.3e}"
     return str(x)
 
 
-def summarize(records: Iterable[dict[str, Any]]) -> list[PaperResult]:
-    """One :class:`PaperResult` per catalogue paper from stored records.
+def current_claims(slugs: Iterable[str]) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """The registered definitions (``Claim.describe()``) of ``slugs``, and why any could not be loaded."""
+    from geode.claims.registry import load_claim
 
-    Papers with results come first, then implemented papers not run yet, then planned ones; each group
-    in catalogue order (field, then slug).
+    out: dict[str, dict[str, Any]] = {}
+    errors: dict[str, str] = {}
+    for slug in slugs:
+        try:
+            out[slug] = load_claim(slug).describe()
+        except Exception as exc:  # an import error in one paper must not block the report
+            errors[slug] = f"{type(exc).__name__}: {exc}"
+    return out, errors
+
+
+def _read_bench(store: ResultStore, slug: str) -> dict[str, Any] | None:
+    p = store.results_dir / slug / "bench.json"
+    try:
+        d = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return d if isinstance(d, dict) and isinstance(d.get("headline", {}), dict) else None
+
+
+def summarize(
+    records: Iterable[dict[str, Any]],
+    claims: dict[str, dict[str, Any]] | None = None,
+    benches: dict[str, dict[str, Any]] | None = None,
+    load_errors: dict[str, str] | None = None,
+) -> list[PaperResult]:
+    """One :class:`PaperResult` per catalogue paper.
+
+    Parameters
+    ----------
+    records : iterable of dict
+        Valid records at their own locations (:meth:`ResultStore.scan`).
+    claims : dict of slug -> description, optional
+        The current claim definitions. A paper missing here is judged by its newest stored definition,
+        with a note saying so.
+    benches : dict of slug -> bench.json contents, optional
+    load_errors : dict of slug -> message, optional
+        Why a claim could not be loaded.
+
+    Papers with results come first, then implemented papers not run yet, then planned ones; each group in
+    catalogue order (field, then slug).
     """
+    claims = claims or {}
+    benches = benches or {}
+    load_errors = load_errors or {}
     by_slug: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for rec in records:
         by_slug[rec["slug"]].append(rec)
     out = []
     for paper in catalog.papers():
         recs = by_slug.get(paper.slug, [])
+        bench = benches.get(paper.slug)
+        notes: list[str] = []
+        claim = claims.get(paper.slug)
+        if claim is None and recs:
+            stored = [r for r in recs if isinstance(r.get("claim"), dict)]
+            if stored:
+                claim = max(stored, key=lambda r: r.get("started", ""))["claim"]
+                why = load_errors.get(paper.slug, "not loaded")
+                notes.append(f"The claim could not be loaded ({why}); its newest stored definition is used.")
         if not recs:
-            out.append(PaperResult(paper, "planned" if paper.status == "planned" else "not run"))
+            state = "planned" if paper.status == "planned" else "not run"
+            out.append(PaperResult(paper, state, claim=claim or {}, bench=bench, notes=notes))
             continue
-        ok_modes = [m for m in _MODE_ORDER if any(r["mode"] == m and r["status"] == "ok" for r in recs)]
-        mode = ok_modes[0] if ok_modes else next(m for m in _MODE_ORDER if any(r["mode"] == m for r in recs))
-        in_mode = sorted((r for r in recs if r["mode"] == mode), key=lambda r: r["seed"])
+        want = (claim or {}).get("hash") or (definition_hash(claim) if claim else None)
+        current = [r for r in recs if want is None or r.get("claim_hash") == want or r["status"] != "ok"]
+        stale = sum(1 for r in recs if r not in current)
+        ok_modes = [m for m in _MODE_ORDER if any(r["mode"] == m and r["status"] == "ok" for r in current)]
+        if not ok_modes:
+            failed = [r for r in current if r["status"] != "ok"]
+            if failed:
+                mode = next(m for m in _MODE_ORDER if any(r["mode"] == m for r in failed))
+                in_mode = sorted((r for r in failed if r["mode"] == mode), key=lambda r: r["seed"])
+                out.append(
+                    PaperResult(paper, in_mode[0]["status"], mode, [], in_mode, claim or {}, None, stale, bench, notes)
+                )
+            else:
+                out.append(PaperResult(paper, "stale", None, [], [], claim or {}, None, stale, bench, notes))
+            continue
+        mode = ok_modes[0]
+        in_mode = sorted((r for r in current if r["mode"] == mode), key=lambda r: r["seed"])
         ok = [r for r in in_mode if r["status"] == "ok"]
         failures = [r for r in in_mode if r["status"] != "ok"]
-        if not ok:
-            out.append(PaperResult(paper, failures[0]["status"], mode, [], failures, failures[0].get("claim", {})))
+        claim = claim or ok[-1].get("claim", {})
+        try:
+            thresholds = [Threshold.from_dict(t) for t in claim.get("thresholds", [])]
+            ev = evaluate(
+                thresholds,
+                [r["metrics"] for r in ok],
+                reproduced=claim.get("reproduced"),
+                partial=claim.get("partial"),
+                validity=claim.get("validity"),
+                min_seeds=int(claim.get("min_seeds", 1)),
+            )
+        except (ValueError, TypeError) as exc:
+            notes.append(f"The claim definition cannot be evaluated: {exc}")
+            out.append(PaperResult(paper, "error", mode, ok, failures, claim, None, stale, bench, notes))
             continue
-        claim = ok[-1].get("claim", {})
-        keys = sorted(set().union(*(r["metrics"] for r in ok)))
-        mean = {k: statistics.fmean(r["metrics"][k] for r in ok if k in r["metrics"]) for k in keys}
-        thresholds = [Threshold.from_dict(t) for t in claim.get("thresholds", [])]
-        if thresholds:
-            verdict, checks = evaluate_verdict(thresholds, claim.get("reproduced"), claim.get("partial"), mean)
-        else:
-            verdict, checks = ok[0]["verdict"], ok[0].get("checks", [])
-        out.append(PaperResult(paper, verdict, mode, ok, failures, claim, mean, checks))
+        if stale:
+            notes.append(f"{stale} stored result(s) of an older claim definition are stale and not used.")
+        out.append(PaperResult(paper, ev.verdict, mode, ok, failures, claim, ev, stale, bench, notes))
     rank = {"planned": 2, "not run": 1}
     return sorted(out, key=lambda r: rank.get(r.state, 0))  # stable: catalogue order within each group
 
@@ -126,121 +246,241 @@ def _headline(rows: list[PaperResult]) -> str:
     c = _counts(rows)
     implemented = sum(r.paper.status == "implemented" for r in rows)
     parts = [f"{len(rows)} papers", f"{implemented} implemented"]
-    for state in ("reproduced", "partial", "not reproduced", "error", "timeout", "not run"):
-        if c.get(state):
-            parts.append(f"{c[state]} {state}")
+    parts += [f"{c[s]} {s}" for s in _COLOURS if s != "planned" and c.get(s)]
     return ", ".join(parts)
 
 
 def _mode_text(r: PaperResult) -> str:
     if not r.mode:
-        return ""
+        return f"{r.stale} stale" if r.stale else ""
     text = f"{r.mode}, {len(r.records)} seed(s)"
-    return text + (f", {len(r.failures)} failed" if r.failures else "")
+    if r.evaluation and r.evaluation.unstable:
+        text += ", unstable"
+    if r.failures:
+        text += f", {len(r.failures)} failed"
+    if r.stale:
+        text += f", {r.stale} stale"
+    return text
 
 
 def _seed_text(r: PaperResult) -> str:
-    if not r.records:
+    if not r.evaluation:
         return ""
-    return ", ".join(f"{rec['seed']}: {rec['verdict']}" for rec in r.records)
+    return ", ".join(f"{s}: {v}" for s, v in zip(r.seeds, r.evaluation.seed_verdicts))
 
 
-def _md_cell(x: Any) -> str:
-    return _fmt(x).replace("|", "\\|").replace("\n", " ")
+def _replication(c: dict[str, Any]) -> str:
+    return f" ({c['replication']})" if c.get("replication") else ""
 
 
-def render_markdown(rows: list[PaperResult]) -> str:
-    """The report as Markdown (figures referenced by relative path)."""
+def _rule_text(ch: dict[str, Any]) -> str:
+    agg = ch.get("agg", "mean")
+    return f"{agg}({ch['metric']}) {ch['op']} {_fmt(ch['value'])}"
+
+
+def _control_text(ch: dict[str, Any]) -> str:
+    ctrl = ch.get("controls") or []
+    if not ctrl:
+        return "none"
+    parts = [f"{c['metric']} = {_fmt(c['measured'])} ({'passes' if c['passes'] else 'fails'})" for c in ctrl]
+    return "; ".join(parts)
+
+
+# --------------------------------------------------------------------------------------------- Markdown
+_MD_SPECIAL = re.compile(r"([\\`\[\]|])")
+
+
+def _md(x: Any) -> str:
+    """Text safe in Markdown: HTML escaped, no links, no code spans, no table breaks, one line."""
+    text = html.escape(_fmt(x), quote=False)
+    return _MD_SPECIAL.sub(r"\\\1", text).replace("\r", " ").replace("\n", " ")
+
+
+def _fence(text: str, info: str = "text") -> list[str]:
+    """A fenced block that ``text`` cannot close: the fence is longer than any backtick run inside."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence + info, text, fence]
+
+
+def _md_table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    out = ["| " + " | ".join(_md(h) for h in header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(_md(c) for c in row) + " |" for row in rows]
+    return out
+
+
+def _legend_lines() -> list[str]:
+    return [f"- **{s}**: {d}" for s, d in _LEGEND.items()]
+
+
+def render_markdown(rows: list[PaperResult], problems: list[str] | None = None) -> str:
+    """The report as Markdown (figures referenced by relative path); every stored text is escaped."""
     now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
         "# geode: claim report",
         "",
-        f"Generated {now} by geode {__version__}. {_headline(rows)}.",
+        f"Generated {now} by geode {__version__}. {_md(_headline(rows))}.",
         "",
-        "Each verdict comes from thresholds fixed in the paper's claim check before it ran. A claim that does",
-        "not reproduce at CPU scale is a finding, reported with its numbers.",
+        "Each verdict comes from thresholds fixed in the paper's claim check before it ran, evaluated over all",
+        "seeds by the current claim definition. A claim that does not reproduce at CPU scale is a finding,",
+        "reported with its numbers.",
         "",
-        "| paper | field | status | verdict | measured (key metric) | paper's figure | mode, seeds |",
-        "|---|---|---|---|---|---|---|",
+        *_legend_lines(),
+        "",
     ]
+    overview = []
     for r in rows:
-        verdict = f"**{r.state}**" if r.state in ("reproduced", "partial", "not reproduced") else r.state
-        fig = r.claim.get("paper_figure", "")
-        ms = _mode_text(r)
+        verdict = f"**{r.state}**" if r.mode else r.state
+        speed, mem = r.bench_text()
         link = f"[`{r.paper.slug}`](#{r.paper.slug})" if r.mode else f"`{r.paper.slug}`"
-        lines.append(
-            f"| {link} {_md_cell(r.paper.title)} | {r.paper.field} | {r.paper.status} | {verdict} | "
-            f"{_md_cell(r.key_metric_text())} | {_md_cell(fig)} | {ms} |"
+        overview.append(
+            f"| {link} {_md(r.paper.title)} | {r.paper.field} | {r.paper.status} | {verdict} | "
+            f"{_md(r.key_metric_text())} | {_md(r.claim.get('paper_figure', ''))} | {_md(_mode_text(r))} | "
+            f"{_md(speed)} | {_md(mem)} |"
         )
+    lines += [
+        "| paper | field | status | verdict | measured (key metric) | paper's figure | mode, seeds "
+        "| speed vs strongest baseline | memory ratio |",
+        "|---|---|---|---|---|---|---|---|---|",
+        *overview,
+    ]
+    if problems:
+        lines += ["", "## Skipped files", ""] + [f"- {_md(p)}" for p in problems]
     for r in rows:
-        if not r.mode:
+        if not r.mode and not r.stale:
             continue
         c = r.claim
-        lines += ["", f'<a id="{r.paper.slug}"></a>', "", f"## {r.paper.title} (`{r.paper.slug}`)", ""]
+        lines += ["", f'<a id="{r.paper.slug}"></a>', "", f"## {_md(r.paper.title)} (`{r.paper.slug}`)", ""]
         if c:
-            lines += [f"**Claim.** {c.get('claim', '')}", "", f"**Paper's figure.** {c.get('paper_figure', '')}", ""]
-            lines += [f"**Baselines.** {', '.join(c.get('baselines', []))}", ""]
-        lines.append(f"**Verdict: {r.state}** ({r.mode} mode; per seed: {_seed_text(r) or 'none succeeded'})")
+            lines += [
+                f"**Claim.** {_md(c.get('claim', ''))}",
+                "",
+                f"**Paper's figure.** {_md(c.get('paper_figure', ''))}",
+            ]
+            lines += ["", f"**Baselines.** {_md(', '.join(c.get('baselines', [])))}", ""]
+        per = _seed_text(r) or "none succeeded"
+        lines.append(f"**Verdict: {r.state}** ({_md(r.mode or 'no current result')}; per seed: {_md(per)})")
+        ev = r.evaluation
+        if ev:
+            for reason in ev.reasons:
+                lines += ["", f"Inconclusive: {_md(reason)}."]
+            for flag in ev.flags:
+                lines += ["", f"Flag: {_md(flag)}."]
+        for note in r.notes:
+            lines += ["", _md(note)]
         if r.records and r.records[0].get("summary"):
-            lines += ["", f"Seed {r.records[0]['seed']}: {r.records[0]['summary']}"]
+            lines += ["", f"Seed {r.records[0]['seed']}: {_md(r.records[0]['summary'])}"]
         if r.checks:
-            lines += ["", "| threshold | rule | measured (mean over seeds) | passed |", "|---|---|---|---|"]
-            for ch in r.checks:
-                lines.append(
-                    f"| {ch['name']} | `{ch['metric']} {ch['op']} {_fmt(ch['value'])}` | {_md_cell(ch['measured'])} | "
-                    f"{'yes' if ch['passed'] else 'no'} |"
-                )
-            rule = c.get("reproduced") or "all thresholds"
-            lines += ["", f"Reproduced when: `{rule}`. Partial when: `{c.get('partial') or 'never'}`."]
-        if r.mean_metrics:
-            lines += ["", "| metric | mean | per seed |", "|---|---|---|"]
-            for k, v in r.mean_metrics.items():
-                per = ", ".join(_fmt(rec["metrics"].get(k)) for rec in r.records)
-                lines.append(f"| {k} | {_fmt(v)} | {per} |")
-        if r.records and r.records[0].get("table"):
-            table = r.records[0]["table"]
-            cols = list(dict.fromkeys(k for row in table for k in row))
-            lines += ["", f"Results table (seed {r.records[0]['seed']}):", ""]
-            lines += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-            lines += ["| " + " | ".join(_md_cell(row.get(k, "")) for k in cols) + " |" for row in table]
+            lines += [""] + _md_table(
+                ["threshold", "role", "rule", "measured", "per seed", "passed", "negative control", "discriminates"],
+                [
+                    [
+                        ch["name"],
+                        ch.get("role", ""),
+                        _rule_text(ch),
+                        _fmt(ch["measured"]),
+                        ", ".join(_fmt(v) for v in ch.get("per_seed", [])),
+                        "yes" if ch["passed"] else "no",
+                        _control_text(ch),
+                        ch.get("discrimination", ""),
+                    ]
+                    for ch in r.checks
+                ],
+            )
+            rules = (
+                f"Reproduced when: {_md(c.get('reproduced') or 'all verdict thresholds')}. "
+                f"Partial when: {_md(c.get('partial') or 'never')}. "
+                f"Valid when: {_md(c.get('validity') or 'always (no floors declared)')}. "
+                f"Seeds needed: {c.get('min_seeds', 1)}"
+            )
+            lines += ["", rules + _md(_replication(c)) + "."]
+        tuned = [{"seed": rec["seed"], **row} for rec in r.records for row in rec.get("tuned") or []]
+        if tuned:
+            cols = list(dict.fromkeys(k for row in tuned for k in row))
+            lines += ["", "Tuned on validation (equal budget):", ""]
+            lines += _md_table(cols, [[row.get(k, "") for k in cols] for row in tuned])
+        if r.records:
+            mean = r.mean_metrics
+            lines += [""] + _md_table(
+                ["metric", "mean", "per seed"],
+                [[k, _fmt(v), ", ".join(_fmt(rec["metrics"].get(k)) for rec in r.records)] for k, v in mean.items()],
+            )
+            table = r.records[0].get("table") or []
+            if table:
+                cols = list(dict.fromkeys(k for row in table for k in row))
+                lines += ["", f"Results table (seed {r.records[0]['seed']}):", ""]
+                lines += _md_table(cols, [[row.get(k, "") for k in cols] for row in table])
+        lines += _bench_md(r.bench)
         if r.records:
             for name, path in r.records[0].get("figures", {}).items():
-                lines += ["", f"![{name}]({path})"]
+                if _safe_fig(path, r.records[0]):
+                    lines += ["", f"![{name}]({path})"]
             notes = r.records[0].get("notes") or []
             if notes:
-                lines += ["", "Notes:", ""] + [f"- {n}" for n in notes]
+                lines += ["", "Notes:", ""] + [f"- {_md(n)}" for n in notes]
         for f in r.failures:
-            lines += [
-                "",
-                f"Seed {f['seed']} ended with **{f['status']}**:",
-                "",
-                "```",
-                (f.get("error") or "").strip(),
-                "```",
-            ]
+            lines += ["", f"Seed {f['seed']} ended with **{f['status']}**:", ""]
+            lines += _fence((f.get("error") or "").strip())
         if c.get("doc"):
-            lines += [
-                "",
-                "<details><summary>The method and what was inferred</summary>",
-                "",
-                "```text",
-                c["doc"],
-                "```",
-                "",
-                "</details>",
-            ]
+            lines += ["", "<details><summary>The method and what was inferred</summary>", ""]
+            lines += _fence(c["doc"]) + ["", "</details>"]
     return "\n".join(lines) + "\n"
 
 
+def _bench_rows(bench: dict[str, Any] | None) -> list[list[Any]]:
+    rows = []
+    for case in (bench or {}).get("cases") or []:
+        if not isinstance(case, dict):
+            continue
+        for b in case.get("baselines") or []:
+            if isinstance(b, dict):
+                rows.append(
+                    [
+                        case.get("name", ""),
+                        b.get("name", ""),
+                        f"{_fmt(b.get('ratio'))}x [{_fmt(b.get('low'))}-{_fmt(b.get('high'))}]",
+                        _fmt(case.get("candidate_peak_mib")),
+                        _fmt(b.get("peak_mib")),
+                        "" if b.get("memory_ratio") is None else f"{_fmt(b.get('memory_ratio'))}x",
+                    ]
+                )
+    return rows
+
+
+_BENCH_HEADER = [
+    "case",
+    "baseline",
+    "speed-up (median, IQR)",
+    "method peak MiB",
+    "baseline peak MiB",
+    "memory ratio",
+]
+
+
+def _bench_md(bench: dict[str, Any] | None) -> list[str]:
+    rows = _bench_rows(bench)
+    if not rows:
+        return []
+    head = f"Benchmark ({_md(bench.get('size', ''))} size; speed-up = baseline time / method time, interleaved):"
+    return ["", head, ""] + _md_table(_BENCH_HEADER, rows)
+
+
+def _safe_fig(path: Any, rec: dict[str, Any]) -> bool:
+    """Only the record's own figure paths (the store validated them; checked again here)."""
+    prefix = f"results/{rec['slug']}/{rec['mode']}-seed{rec['seed']}/"
+    return isinstance(path, str) and path.startswith(prefix) and re.fullmatch(r"[\w.-]+\.png", path[len(prefix) :])
+
+
+# ------------------------------------------------------------------------------------------------- HTML
 _CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1200px;
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1280px;
 padding:0 1rem;color:#1f2328;line-height:1.45}
 h1{margin-bottom:.2rem}table{border-collapse:collapse;margin:.6rem 0;font-size:.9rem}
 th,td{border:1px solid #d0d7de;padding:.3rem .55rem;text-align:left;vertical-align:top}
 th{background:#f6f8fa}.badge{display:inline-block;padding:.08rem .5rem;border-radius:1rem;color:#fff;
 font-size:.8rem;white-space:nowrap}.muted{color:#656d76}section{border-top:1px solid #d0d7de;margin-top:2rem}
 img{max-width:100%;border:1px solid #d0d7de;margin:.4rem 0}pre{background:#f6f8fa;padding:.6rem;overflow-x:auto;
-font-size:.8rem;white-space:pre-wrap}.legend span{margin-left:.7rem}
+font-size:.8rem;white-space:pre-wrap}.legend span{margin-left:.7rem}.flag{color:#9a6700}
 tr.planned td{color:#8c959f;font-size:.8rem;padding:.15rem .55rem}
 """
 
@@ -260,19 +500,21 @@ def _table_html(header: list[str], body: list[list[str]], row_classes: list[str]
     return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 
 
-def render_html(rows: list[PaperResult]) -> str:
+def render_html(rows: list[PaperResult], problems: list[str] | None = None) -> str:
     """The report as one static HTML page; figures are PNG files referenced by relative path."""
     e = html.escape
     now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     counts = _counts(rows)
-    legend = " ".join(f"{_badge(s)} {counts.get(s, 0)}" for s in _COLOURS)
+    legend = " ".join(f"<span title='{e(_LEGEND[s])}'>{_badge(s)} {counts.get(s, 0)}</span>" for s in _COLOURS)
     overview = []
     for r in rows:
+        shown = r.mode or r.stale
         name = (
             f'<a href="#{e(r.paper.slug)}"><code>{e(r.paper.slug)}</code></a>'
-            if r.mode
+            if shown
             else f"<code>{e(r.paper.slug)}</code>"
         )
+        speed, mem = r.bench_text()
         overview.append(
             [
                 f"{name}<br><span class='muted'>{e(r.paper.title)}</span>",
@@ -282,6 +524,8 @@ def render_html(rows: list[PaperResult]) -> str:
                 e(r.key_metric_text()),
                 e(r.claim.get("paper_figure", "")),
                 e(_mode_text(r)),
+                e(speed),
+                e(mem),
             ]
         )
     row_classes = ["planned" if r.state == "planned" else "" for r in rows]
@@ -292,17 +536,31 @@ def render_html(rows: list[PaperResult]) -> str:
         f"<title>geode claim report</title><style>{_CSS}</style></head><body>",
         "<h1>geode: claim report</h1>",
         f"<p class='muted'>Generated {e(now)} by geode {e(__version__)}. {e(_headline(rows))}.</p>",
-        "<p>Each verdict comes from thresholds fixed in the paper's claim check before it ran. A claim that does "
-        "not reproduce at CPU scale is a finding, reported with its numbers.</p>",
+        "<p>Each verdict comes from thresholds fixed in the paper's claim check before it ran, evaluated over all "
+        "seeds by the current claim definition. A claim that does not reproduce at CPU scale is a finding, reported "
+        "with its numbers.</p>",
         f"<p class='legend'>{legend}</p>",
+        "<ul class='muted'>" + "".join(f"<li><b>{e(s)}</b>: {e(d)}</li>" for s, d in _LEGEND.items()) + "</ul>",
         _table_html(
-            ["paper", "field", "status", "verdict", "measured (key metric)", "paper's figure", "mode"],
+            [
+                "paper",
+                "field",
+                "status",
+                "verdict",
+                "measured (key metric)",
+                "paper's figure",
+                "mode, seeds",
+                "speed vs strongest baseline",
+                "memory ratio",
+            ],
             overview,
             row_classes,
         ),
     ]
+    if problems:
+        parts.append("<h2>Skipped files</h2><ul>" + "".join(f"<li>{e(p)}</li>" for p in problems) + "</ul>")
     for r in rows:
-        if not r.mode:
+        if not r.mode and not r.stale:
             continue
         c = r.claim
         parts.append(f'<section id="{e(r.paper.slug)}"><h2>{e(r.paper.title)} <code>{e(r.paper.slug)}</code></h2>')
@@ -311,44 +569,82 @@ def render_html(rows: list[PaperResult]) -> str:
             parts.append(f"<p><b>Paper's figure.</b> {e(c.get('paper_figure', ''))}</p>")
             parts.append(f"<p><b>Baselines.</b> {e(', '.join(c.get('baselines', [])))}</p>")
         parts.append(
-            f"<p><b>Verdict</b> {_badge(r.state)} <span class='muted'>{e(r.mode)} mode; per seed: "
+            f"<p><b>Verdict</b> {_badge(r.state)} <span class='muted'>{e(r.mode or 'no current result')}; per seed: "
             f"{e(_seed_text(r) or 'none succeeded')}</span></p>"
         )
+        ev = r.evaluation
+        if ev:
+            parts += [f"<p class='flag'>Inconclusive: {e(x)}.</p>" for x in ev.reasons]
+            parts += [f"<p class='flag'>Flag: {e(x)}.</p>" for x in ev.flags]
+        parts += [f"<p class='muted'>{e(n)}</p>" for n in r.notes]
         if r.records and r.records[0].get("summary"):
             parts.append(f"<p>{e(r.records[0]['summary'])}</p>")
         if r.checks:
             body = [
                 [
                     e(ch["name"]),
-                    f"<code>{e(ch['metric'])} {e(ch['op'])} {e(_fmt(ch['value']))}</code>",
+                    e(ch.get("role", "")),
+                    f"<code>{e(_rule_text(ch))}</code>",
                     e(_fmt(ch["measured"])),
+                    e(", ".join(_fmt(v) for v in ch.get("per_seed", []))),
                     "yes" if ch["passed"] else "<b>no</b>",
+                    e(_control_text(ch)),
+                    e(ch.get("discrimination", "")),
                 ]
                 for ch in r.checks
             ]
-            parts.append(_table_html(["threshold", "rule", "measured (mean over seeds)", "passed"], body))
             parts.append(
-                f"<p class='muted'>Reproduced when <code>{e(c.get('reproduced') or 'all thresholds')}</code>; "
-                f"partial when <code>{e(c.get('partial') or 'never')}</code>.</p>"
+                _table_html(
+                    [
+                        "threshold",
+                        "role",
+                        "rule",
+                        "measured",
+                        "per seed",
+                        "passed",
+                        "negative control",
+                        "discriminates",
+                    ],
+                    body,
+                )
             )
-        if r.mean_metrics:
+            parts.append(
+                f"<p class='muted'>Reproduced when <code>{e(c.get('reproduced') or 'all verdict thresholds')}</code>; "
+                f"partial when <code>{e(c.get('partial') or 'never')}</code>; valid when "
+                f"<code>{e(c.get('validity') or 'always (no floors declared)')}</code>; seeds needed: "
+                f"{e(str(c.get('min_seeds', 1)))}{e(_replication(c))}.</p>"
+            )
+        tuned = [{"seed": rec["seed"], **row} for rec in r.records for row in rec.get("tuned") or []]
+        if tuned:
+            cols = list(dict.fromkeys(k for row in tuned for k in row))
+            parts.append("<p class='muted'>Tuned on validation (equal budget)</p>")
+            parts.append(_table_html([e(k) for k in cols], [[e(_fmt(row.get(k, ""))) for k in cols] for row in tuned]))
+        if r.records:
             body = [
                 [e(k), e(_fmt(v)), e(", ".join(_fmt(rec["metrics"].get(k)) for rec in r.records))]
                 for k, v in r.mean_metrics.items()
             ]
             parts.append(_table_html(["metric", "mean", "per seed"], body))
-        if r.records and r.records[0].get("table"):
-            table = r.records[0]["table"]
-            cols = list(dict.fromkeys(k for row in table for k in row))
-            parts.append(f"<p class='muted'>Results table (seed {r.records[0]['seed']})</p>")
+            table = r.records[0].get("table") or []
+            if table:
+                cols = list(dict.fromkeys(k for row in table for k in row))
+                parts.append(f"<p class='muted'>Results table (seed {r.records[0]['seed']})</p>")
+                parts.append(
+                    _table_html([e(k) for k in cols], [[e(_fmt(row.get(k, ""))) for k in cols] for row in table])
+                )
+        brows = _bench_rows(r.bench)
+        if brows:
             parts.append(
-                _table_html([e(c_) for c_ in cols], [[e(_fmt(row.get(k, ""))) for k in cols] for row in table])
+                f"<p class='muted'>Benchmark ({e(str((r.bench or {}).get('size', '')))} size; speed-up = "
+                "baseline time / method time, interleaved repetitions in one process)</p>"
             )
+            parts.append(_table_html(_BENCH_HEADER, [[e(str(x)) for x in row] for row in brows]))
         if r.records:
             for name, path in r.records[0].get("figures", {}).items():
-                parts.append(
-                    f'<figure><img src="{e(path)}" alt="{e(name)}"><figcaption>{e(name)}</figcaption></figure>'
-                )
+                if _safe_fig(path, r.records[0]):
+                    parts.append(
+                        f'<figure><img src="{e(path)}" alt="{e(name)}"><figcaption>{e(name)}</figcaption></figure>'
+                    )
             notes = r.records[0].get("notes") or []
             if notes:
                 parts.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in notes) + "</ul>")
@@ -366,10 +662,23 @@ def render_html(rows: list[PaperResult]) -> str:
     return "\n".join(parts) + "\n"
 
 
-def write_report(store: ResultStore) -> tuple[Path, Path]:
-    """Write ``REPORT.md`` and ``index.html`` into the store's folder (atomically); return their paths."""
-    rows = summarize(store.records())
+def collect(store: ResultStore) -> tuple[list[PaperResult], Scan]:
+    """Scan the store, load the current claims and benchmarks, and summarise every paper."""
+    scan = store.scan()
+    slugs = sorted({r["slug"] for r in scan.records} | {p.slug for p in catalog.papers(status="implemented")})
+    slugs = [s for s in slugs if not s.startswith("_")]
+    claims, errors = current_claims(slugs)
+    benches = {s: b for s in slugs if (b := _read_bench(store, s)) is not None}
+    return summarize(scan.records, claims, benches, errors), scan
+
+
+def write_report(store: ResultStore) -> tuple[Path, Path, list[str]]:
+    """Write ``REPORT.md`` and ``index.html`` into the store's folder (atomically).
+
+    Returns their paths and the one-line problems of skipped files.
+    """
+    rows, scan = collect(store)
     md, page = store.root / "REPORT.md", store.root / "index.html"
-    atomic_write_text(md, render_markdown(rows))
-    atomic_write_text(page, render_html(rows))
-    return md, page
+    atomic_write_text(md, render_markdown(rows, scan.problems))
+    atomic_write_text(page, render_html(rows, scan.problems))
+    return md, page, scan.problems
