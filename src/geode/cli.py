@@ -1,13 +1,19 @@
-"""The ``geode`` command line: list | show | reproduce | report | assets | serve-sim.
+"""The ``geode`` command line: list | show | reproduce | report | bench | assets | serve-sim.
 
-Usage errors (an unknown slug, a bad mode, an unreadable result file) print one line to stderr and
-exit with code 2, never a traceback. ``geode reproduce`` exits with 1 when a claim ended in an error
-or a timeout, 0 otherwise (whatever the verdicts).
+Usage errors (an unknown slug, a bad mode or count, an output folder that cannot be written, a Ray address
+that cannot be reached) print one line to stderr and exit with code 2, never a traceback, before any work
+starts. ``geode reproduce`` exits with 1 when a claim ended in an error or a timeout or a result could not
+be stored, 130 on Ctrl-C and 143 on SIGTERM (finished results are kept either way), 0 otherwise (whatever
+the verdicts). Unreadable or misplaced result files are listed on one line each and skipped.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
+import os
+import re
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -30,6 +36,8 @@ console = Console()
 err_console = Console(stderr=True)
 
 _MODES = ("smoke", "quick", "full")
+MAX_SEEDS = 1000
+MAX_JOBS = 256
 _DEFAULT_TIMEOUT = {"smoke": 300.0, "quick": 1200.0, "full": None}
 _VERDICT_STYLE = {
     "reproduced": "bold green",
@@ -37,6 +45,8 @@ _VERDICT_STYLE = {
     "not reproduced": "bold red",
     "error": "bold magenta",
     "timeout": "bold magenta",
+    "inconclusive": "bold blue",
+    "stale": "yellow",
 }
 
 
@@ -74,43 +84,141 @@ def list_(
     console.print(table)
 
 
+def _clean(text: Any) -> str:
+    """Stored text made safe for a terminal: control characters (ANSI escapes included) removed."""
+    return _CONTROL.sub("", str(text))
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _out_folder(out: str, *, must_exist: bool = False) -> Path:
+    """The ``--out`` folder; a usage failure for an empty path, a file, or (if asked) a missing folder."""
+    if not out.strip():
+        raise UsageFailure("--out must name a folder; got an empty path")
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise UsageFailure(f"--out {out} is not a folder")
+    if must_exist and not path.is_dir():
+        raise UsageFailure(f"no results folder {out} (run geode reproduce --out {out} first)")
+    return path
+
+
+def _state_of(rec: dict[str, Any]) -> str:
+    return rec["verdict"] if rec["status"] == "ok" else rec["status"]
+
+
 @app.command()
 def show(
     slug: Annotated[str, typer.Argument(help="The paper's slug.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Results folder.")] = Path("geode-results"),
+    out: Annotated[str, typer.Option("--out", "-o", help="Results folder.")] = "geode-results",
 ) -> None:
-    """Show one paper: its claim, baselines, thresholds and stored results."""
+    """Show one paper: its claim, thresholds, floors and controls, and the verdict over its stored seeds."""
     try:
         paper = catalog.get(slug)
     except KeyError as exc:
         raise UsageFailure(exc.args[0]) from None
-    console.print(f"[bold]{paper.title}[/]  ({paper.slug}, field {paper.field}, {paper.status})")
+    folder = _out_folder(out)
+    console.print(f"[bold]{escape(paper.title)}[/]  ({paper.slug}, field {paper.field}, {paper.status})")
     if paper.status == "planned":
         console.print("No claim check yet: this paper is planned.")
         return
     from geode.claims import load_claim
 
     c = load_claim(slug)
-    console.print(f"[bold]Claim.[/] {c.claim}")
-    console.print(f"[bold]Paper's figure.[/] {c.paper_figure}")
-    console.print(f"[bold]Baselines.[/] {', '.join(c.baselines)}")
-    t = Table("threshold", "rule", "meaning", title="Thresholds (fixed before running)", title_justify="left")
+    console.print(f"[bold]Claim.[/] {escape(c.claim)}")
+    console.print(f"[bold]Paper's figure.[/] {escape(c.paper_figure)}")
+    console.print(f"[bold]Baselines.[/] {escape(', '.join(c.baselines))}")
+    t = Table(
+        "threshold",
+        "rule",
+        "negative control",
+        "meaning",
+        title="Thresholds (fixed before running)",
+        title_justify="left",
+    )
     for th in c.thresholds:
-        t.add_row(th.name, f"{th.metric} {th.op} {th.value:g}", th.description)
+        t.add_row(
+            th.name,
+            escape(f"{th.agg}({th.metric}) {th.op} {th.value:g}"),
+            escape(", ".join(th.controls) or "none"),
+            escape(th.description),
+        )
     console.print(t)
-    console.print(f"reproduced when: {c.reproduced or 'all thresholds hold'}; partial when: {c.partial or 'never'}")
-    from geode.claims.store import ResultFileError, ResultStore
+    console.print(
+        f"reproduced when: {escape(c.reproduced or 'all verdict thresholds hold')}; partial when: "
+        f"{escape(c.partial or 'never')}; valid when: {escape(c.validity or 'always (no floors declared)')}; "
+        f"seeds needed: {c.min_seeds}" + (f" ({escape(c.replication)})" if c.replication else "")
+    )
+    from geode.claims.report import summarize
+    from geode.claims.store import ResultStore
 
-    store = ResultStore(out)
-    folder = store.results_dir / slug
-    if folder.is_dir():
-        for p in sorted(folder.glob("*.json")):
-            try:
-                rec = store.read(p)
-            except ResultFileError as exc:
-                raise UsageFailure(str(exc)) from None
-            state = rec["verdict"] if rec["status"] == "ok" else rec["status"]
-            console.print(f"  {p.name}: [{_VERDICT_STYLE.get(state, '')}]{state}[/]  {escape(rec.get('summary', ''))}")
+    scan = ResultStore(folder).scan()
+    for problem in scan.problems:
+        if f"/{slug}/" in problem or f"{slug} " in problem:
+            err_console.print(f"skipped: {_clean(problem)}", markup=False, highlight=False)
+    recs = [r for r in scan.records if r["slug"] == slug]
+    if not recs:
+        console.print(f"No stored results in {escape(str(folder))}.")
+        return
+    (row,) = [r for r in summarize(recs, {slug: c.describe()}) if r.paper.slug == slug]
+    for rec in sorted(recs, key=lambda r: (r["mode"], r["seed"])):
+        state = _state_of(rec)
+        stale = "" if rec.get("claim_hash") == c.definition_hash() or rec["status"] != "ok" else " (stale)"
+        name = f"{rec['mode']}-seed{rec['seed']}.json"
+        console.print(
+            f"  {name}: [{_VERDICT_STYLE.get(state, '')}]{state}[/]{stale}  {escape(_clean(rec.get('summary', '')))}"
+        )
+    style = _VERDICT_STYLE.get(row.state, "")
+    console.print(
+        f"[bold]Verdict over {len(row.records)} seed(s) of {row.mode or 'no current mode'}:[/] [{style}]{row.state}[/]"
+    )
+    if row.evaluation:
+        for reason in row.evaluation.reasons:
+            console.print(f"  inconclusive: {escape(reason)}")
+        for flag in row.evaluation.flags:
+            console.print(f"  [yellow]flag:[/] {escape(flag)}")
+        for ch in row.evaluation.checks:
+            ok = "[green]pass[/]" if ch["passed"] else "[red]fail[/]"
+            console.print(
+                f"  {ch['name']} ({ch['role']}): {ok}  measured {_fmt_num(ch['measured'])}; {ch['discrimination']}"
+            )
+
+
+def _fmt_num(x: Any) -> str:
+    return "n/a" if x is None else f"{x:.4g}"
+
+
+def _check_counts(seeds: int, jobs: int | None, timeout: float | None) -> None:
+    if not 1 <= seeds <= MAX_SEEDS:
+        raise UsageFailure(f"--seeds must be >= 1 and <= {MAX_SEEDS}; got {seeds}")
+    if jobs is not None and not 1 <= jobs <= MAX_JOBS:
+        raise UsageFailure(f"--jobs must be >= 1 and <= {MAX_JOBS}; got {jobs}")
+    if timeout is not None and (math.isnan(timeout) or timeout <= 0):
+        raise UsageFailure(f"--timeout must be a number of seconds > 0; got {timeout}")
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Any:
+    """SIGTERM takes the Ctrl-C path: stop the workers, keep what finished, exit 143."""
+    import signal
+
+    def handler(signum: int, frame: Any) -> None:
+        raise _Terminated
+
+    try:
+        old = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, delivered as an interrupt."""
 
 
 @app.command()
@@ -118,24 +226,21 @@ def reproduce(
     slugs: Annotated[list[str] | None, typer.Argument(help="Slugs or wildcards of implemented papers.")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Every implemented paper.")] = False,
     mode: Annotated[str, typer.Option("--mode", "-m", help="smoke, quick or full.")] = "quick",
-    seeds: Annotated[int, typer.Option("--seeds", "-s", help="Run seeds 0..K-1.")] = 1,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes, one thread each.")] = 1,
+    seeds: Annotated[int, typer.Option("--seeds", "-s", help="Run seeds 0..K-1 (verdicts need 3).")] = 3,
+    jobs: Annotated[
+        int | None, typer.Option("--jobs", "-j", help="Worker processes, one thread each (default 1; Ray: its CPUs).")
+    ] = None,
     ray: Annotated[str | None, typer.Option("--ray", help="Run on Ray: 'local', 'auto' or an address.")] = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Results folder.")] = Path("geode-results"),
+    out: Annotated[str, typer.Option("--out", "-o", help="Results folder.")] = "geode-results",
     force: Annotated[bool, typer.Option("--force", help="Re-run what is already stored.")] = False,
     timeout: Annotated[
         float | None, typer.Option("--timeout", help="Seconds per run (default: smoke 300, quick 1200, full none).")
     ] = None,
 ) -> None:
-    """Run the claim checks of implemented papers and store their results."""
+    """Run the claim checks of implemented papers and store their results (3 seeds by default)."""
     if mode not in _MODES:
         raise UsageFailure(f"unknown mode {mode!r}; modes: {', '.join(_MODES)}")
-    if seeds < 1:
-        raise UsageFailure(f"--seeds must be >= 1; got {seeds}")
-    if jobs < 1:
-        raise UsageFailure(f"--jobs must be >= 1; got {jobs}")
-    if timeout is not None and timeout <= 0:
-        raise UsageFailure(f"--timeout must be > 0; got {timeout}")
+    _check_counts(seeds, jobs, timeout)
     if not slugs and not all_:
         raise UsageFailure("name papers to reproduce (slugs or wildcards), or pass --all")
     chosen = catalog.papers() if all_ else _select(slugs or [], None)
@@ -143,95 +248,258 @@ def reproduce(
     planned = [p.slug for p in chosen if p.status == "planned"]
     if not all_ and planned and len(planned) == len(chosen):
         raise UsageFailure(f"no claim check yet (planned): {', '.join(planned)}")
+    folder = _out_folder(out)
+    from geode.claims.store import ResultStore
+
+    store = ResultStore(folder)
+    try:
+        store.ensure_writable()
+    except OSError as exc:
+        raise UsageFailure(f"cannot write results to {out}: {exc.strerror or exc}") from None
+    if ray:
+        import importlib.util
+
+        from geode.claims.runner import RunnerUsageError, check_ray_address
+
+        if importlib.util.find_spec("ray") is None:
+            raise UsageFailure("running on Ray needs the ray extra: pip install 'geode[ray]'")
+        try:
+            check_ray_address(ray)
+        except RunnerUsageError as exc:
+            raise UsageFailure(str(exc)) from None
+    if jobs is not None and jobs > (os.cpu_count() or 1) and not ray:
+        err_console.print(f"[dim]note: --jobs {jobs} is more than this machine's {os.cpu_count()} CPUs[/]")
     if planned:
         err_console.print(f"[dim]skipping {len(planned)} planned paper(s) without a claim check[/]")
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
-    from geode.claims.runner import Task, run_tasks
-    from geode.claims.store import ResultFileError, ResultStore
+    from geode.claims.runner import RunnerUsageError, StoreWriteError, Task, run_tasks
 
-    tasks = [Task(p.slug, mode, s) for p in implemented for s in range(seeds)]
-    store = ResultStore(out)
+    def tasks() -> Any:  # lazily: never more Task objects than are running
+        for p in implemented:
+            for s in range(seeds):
+                yield Task(p.slug, mode, s)
+
+    total = len(implemented) * seeds
     records: list[dict[str, Any]] = []
+    skipped: dict[str, int] = {}
     with Progress(
-        TextColumn("[bold]reproduce[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err_console
+        TextColumn("[bold]reproduce[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        console=err_console,
     ) as progress:
-        bar = progress.add_task("claims", total=len(tasks))
+        bar = progress.add_task("claims", total=total)
 
-        def on_start(n_run: int, n_skip: int) -> None:
-            progress.update(bar, total=n_run)
-            if n_skip:
-                progress.console.print(f"[dim]{n_skip} run(s) already stored in {out} (use --force to redo)[/]")
+        def on_skip(task: Any, why: str) -> None:
+            skipped[why] = skipped.get(why, 0) + 1
+            progress.update(bar, total=max(total - sum(skipped.values()), 1))
+
+        def on_note(msg: str) -> None:
+            progress.console.print(f"[yellow]{escape(_clean(msg))}[/]")
 
         def on_result(rec: dict[str, Any]) -> None:
             records.append(rec)
-            state = rec["verdict"] if rec["status"] == "ok" else rec["status"]
+            state = _state_of(rec)
             progress.console.print(
                 f"{rec['slug']:<22} {rec['mode']:<6} seed {rec['seed']}  "
                 f"[{_VERDICT_STYLE.get(state, '')}]{state}[/]  ({rec['wall_s']:.1f} s)  "
-                f"{escape(rec.get('summary', ''))}"
+                f"{escape(_clean(rec.get('summary', '')))}"
             )
             progress.advance(bar)
 
         try:
-            run_tasks(
-                tasks,
-                store,
-                jobs=jobs,
-                timeout=timeout if timeout is not None else _DEFAULT_TIMEOUT[mode],
-                force=force,
-                ray_address=ray,
-                on_start=on_start,
-                on_result=on_result,
-            )
-        except ResultFileError as exc:
+            with _sigterm_as_interrupt():
+                run_tasks(
+                    tasks(),
+                    store,
+                    jobs=jobs,
+                    timeout=timeout if timeout is not None else _DEFAULT_TIMEOUT[mode],
+                    force=force,
+                    ray_address=ray,
+                    on_result=on_result,
+                    on_skip=on_skip,
+                    on_note=on_note,
+                )
+        except RunnerUsageError as exc:
             raise UsageFailure(str(exc)) from None
-        except KeyboardInterrupt:
+        except StoreWriteError as exc:
             progress.stop()
-            err_console.print(f"interrupted: {len(records)} finished result(s) are stored in {out}")
-            raise typer.Exit(130) from None
+            err_console.print(f"geode: error: {exc}", markup=False, highlight=False, soft_wrap=True)
+            raise typer.Exit(1) from None
+        except KeyboardInterrupt as exc:
+            progress.stop()
+            what = "terminated" if isinstance(exc, _Terminated) else "interrupted"
+            err_console.print(f"{what}: {len(records)} finished result(s) are stored in {out}")
+            raise typer.Exit(143 if isinstance(exc, _Terminated) else 130) from None
+    if skipped.get("stored"):
+        err_console.print(f"[dim]{skipped['stored']} run(s) already stored in {escape(out)} (use --force to redo)[/]")
+    if skipped.get("running elsewhere"):
+        err_console.print(f"[dim]{skipped['running elsewhere']} run(s) skipped: another run holds their lock[/]")
+    _print_verdicts(store, [p.slug for p in implemented], mode)
     failed = sum(r["status"] != "ok" for r in records)
     console.print(
-        f"{len(records)} run(s) stored in {out}; {failed} error(s)/timeout(s). Next: geode report --out {out}"
+        f"{len(records)} run(s) stored in {escape(out)}; {failed} error(s)/timeout(s). "
+        f"Next: geode report --out {escape(out)}"
     )
     if failed:
         raise typer.Exit(1)
 
 
+def _print_verdicts(store: Any, slugs: list[str], mode: str) -> None:
+    """One line per paper: the verdict over all stored seeds of ``mode`` under the current claim."""
+    from geode.claims.report import current_claims, summarize
+
+    scan = store.scan()
+    recs = [r for r in scan.records if r["slug"] in slugs and r["mode"] == mode]
+    if not recs:
+        return
+    claims, errors = current_claims(sorted({r["slug"] for r in recs}))
+    for row in summarize(recs, claims, load_errors=errors):
+        if row.paper.slug not in slugs or not row.mode:
+            continue
+        ev = row.evaluation
+        extra = ""
+        if ev is not None:
+            extra = f"  ({len(row.records)} seed(s)" + (", unstable" if ev.unstable else "") + ")"
+            if ev.reasons:
+                extra += "  " + "; ".join(ev.reasons)
+        style = _VERDICT_STYLE.get(row.state, "")
+        console.print(f"[bold]{row.paper.slug:<22}[/] [{style}]{row.state}[/]{escape(extra)}")
+
+
 @app.command()
-def report(out: Annotated[Path, typer.Option("--out", "-o", help="Results folder.")] = Path("geode-results")) -> None:
-    """Write REPORT.md and index.html for the stored results."""
+def report(out: Annotated[str, typer.Option("--out", "-o", help="Results folder.")] = "geode-results") -> None:
+    """Write REPORT.md and index.html for the stored results (bad files are listed and skipped)."""
+    folder = _out_folder(out, must_exist=True)
     from geode.claims.report import write_report
-    from geode.claims.store import ResultFileError, ResultStore
+    from geode.claims.store import ResultStore
 
     try:
-        md, page = write_report(ResultStore(out))
-    except ResultFileError as exc:
-        raise UsageFailure(str(exc)) from None
-    console.print(f"wrote {md} and {page}")
+        md, page, problems = write_report(ResultStore(folder))
+    except OSError as exc:
+        raise UsageFailure(f"cannot write the report into {out}: {exc.strerror or exc}") from None
+    for problem in problems:
+        err_console.print(f"skipped: {_clean(problem)}", markup=False, highlight=False, soft_wrap=True)
+    console.print(f"wrote {escape(str(md))} and {escape(str(page))}")
+
+
+@app.command()
+def bench(
+    slugs: Annotated[
+        list[str] | None, typer.Argument(help="Slugs or wildcards (default: every paper with one).")
+    ] = None,
+    size: Annotated[str, typer.Option("--size", help="smoke, quick or full.")] = "quick",
+    repeats: Annotated[
+        int | None, typer.Option("--repeats", help="Interleaved repetitions (default by size).")
+    ] = None,
+    out: Annotated[str, typer.Option("--out", "-o", help="Results folder.")] = "geode-results",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the records as JSON.")] = False,
+) -> None:
+    """Benchmark each paper's hot path against its strongest baseline; store results/<slug>/bench.json."""
+    from geode.claims.bench import BENCH_SIZES, has_bench, run_bench, write_bench
+    from geode.claims.store import ResultStore
+
+    if size not in BENCH_SIZES:
+        raise UsageFailure(f"unknown size {size!r}; sizes: {', '.join(BENCH_SIZES)}")
+    if repeats is not None and not 1 <= repeats <= 1000:
+        raise UsageFailure(f"--repeats must be >= 1 and <= 1000; got {repeats}")
+    chosen = _select(slugs or [], None) if slugs else catalog.papers(status="implemented")
+    with_bench = [p.slug for p in chosen if p.status == "implemented" and has_bench(p.slug)]
+    if not with_bench:
+        raise UsageFailure("no benchmark among the chosen papers")
+    store = ResultStore(_out_folder(out))
+    try:
+        store.ensure_writable()
+    except OSError as exc:
+        raise UsageFailure(f"cannot write results to {out}: {exc.strerror or exc}") from None
+    records = []
+    with _sigterm_as_interrupt():
+        for slug in with_bench:
+            try:
+                rec = run_bench(slug, size, repeats=repeats)
+            except KeyboardInterrupt:
+                err_console.print(f"interrupted: {len(records)} benchmark(s) stored in {out}")
+                raise typer.Exit(130) from None
+            try:
+                write_bench(store, rec)
+            except OSError as exc:
+                raise UsageFailure(f"cannot write results to {out}: {exc.strerror or exc}") from None
+            records.append(rec)
+            if not as_json:
+                h = rec["headline"]
+                mem = "" if h["memory_ratio"] is None else f", memory {h['memory_ratio']:.2f}x"
+                console.print(
+                    f"{slug:<22} {escape(h['case'])}: {h['ratio']:.2f}x [{h['low']:.2f}-{h['high']:.2f}] vs "
+                    f"{escape(h['baseline'])}{mem}"
+                )
+    if as_json:
+        sys.stdout.write(json.dumps(records, indent=2, default=float) + "\n")
 
 
 @app.command()
 def assets(
-    check: Annotated[bool, typer.Option("--check", help="Only report; exit 1 if an asset is missing.")] = False,
+    check: Annotated[
+        bool, typer.Option("--check", help="Only report; exit 1 if an asset an implemented claim needs is missing.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the table as JSON.")] = False,
 ) -> None:
     """Which offline assets are installed; prepares the SmolLM2 safetensors cache when its GGUF is present."""
     from geode.data.assets import asset_status
     from geode.models.pretrained import smollm2_cache_dir
 
-    table = Table(
-        "asset", "installed", "holds", "where / how to install", title="Offline assets", title_justify="left"
-    )
-    missing = 0
+    needed = _needed_assets()
+    rows = []
     for a, path in asset_status():
-        missing += path is None
-        table.add_row(a.name, "[green]yes[/]" if path else "[red]no[/]", a.holds, str(path) if path else a.install)
-    console.print(table)
+        rows.append(
+            {
+                "asset": a.name,
+                "installed": path is not None,
+                "needed_by": needed.get(a.name, []),
+                "holds": a.holds,
+                "where": str(path) if path else None,
+                "install": a.install,
+            }
+        )
     cache = smollm2_cache_dir()
     have_cache = (cache / "config.json").is_file()
-    console.print(f"SmolLM2 safetensors cache: {cache} ({'ready' if have_cache else 'not prepared'})")
+    missing = [r for r in rows if not r["installed"] and r["needed_by"]]
+    if as_json:
+        sys.stdout.write(json.dumps({"assets": rows, "smollm2_cache": str(cache), "ready": have_cache}, indent=2))
+        sys.stdout.write("\n")
+    else:
+        table = Table(
+            "asset",
+            "installed",
+            "needed by",
+            "holds",
+            "where / how to install",
+            title="Offline assets",
+            title_justify="left",
+        )
+        for r in rows:
+            table.add_row(
+                r["asset"],
+                "[green]yes[/]" if r["installed"] else "[red]no[/]",
+                escape(", ".join(r["needed_by"])),
+                escape(r["holds"]),
+                escape(r["where"] or r["install"]),
+            )
+        console.print(table, soft_wrap=True)
+        console.print(f"SmolLM2 safetensors cache: {escape(str(cache))} ({'ready' if have_cache else 'not prepared'})")
     if check:
         if missing:
+            err_console.print("missing, and needed: " + ", ".join(r["asset"] for r in missing), markup=False)
             raise typer.Exit(1)
         return
     from geode.models.pretrained import prepare_smollm2_cache, smollm2_gguf_path
@@ -242,6 +510,18 @@ def assets(
             console.print(f"ready: {prepare_smollm2_cache()}")
         except ImportError as exc:
             raise UsageFailure(str(exc)) from None
+
+
+def _needed_assets() -> dict[str, list[str]]:
+    """Asset name -> the implemented claims that declare it (``register(..., assets=...)``)."""
+    from geode.claims.report import current_claims
+
+    claims, _ = current_claims([p.slug for p in catalog.papers(status="implemented")])
+    needed: dict[str, list[str]] = {}
+    for slug, d in claims.items():
+        for a in d.get("assets", []):
+            needed.setdefault(a, []).append(slug)
+    return needed
 
 
 @app.command(
@@ -280,6 +560,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except typer.Abort:
         sys.exit(130)
+    except OSError as exc:  # the environment (a folder, a disk), not a bug: one line
+        where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
+        err_console.print(f"geode: error:{where} {exc.strerror or exc}", highlight=False, markup=False, soft_wrap=True)
+        sys.exit(2)
     except Exception as exc:  # click usage errors (typer may vendor click): one line, exit 2
         if callable(getattr(exc, "format_message", None)) and hasattr(exc, "exit_code"):
             err_console.print(f"geode: error: {exc.format_message()}", highlight=False, markup=False, soft_wrap=True)

@@ -236,8 +236,9 @@ def load_trace(path: str | Path, *, sort: bool = False, name: str | None = None)
 
     Required columns: ``arrival`` (time, any unit), ``prompt_tokens`` and ``output_tokens`` (whole
     numbers); an optional ``predicted_output_tokens`` column gives the scheduler's predictions. Other
-    columns are ignored. Every row must be complete: a missing or non-numeric value raises a
-    ``ValueError`` naming the file and line, so nothing is dropped silently.
+    columns are ignored. Every row must be complete and no longer than the header: a missing,
+    non-numeric or extra value raises a ``ValueError`` naming the file and line, so nothing is dropped
+    silently. A file that is not UTF-8 text or not CSV raises a ``ValueError`` naming the file.
 
     Parameters
     ----------
@@ -249,10 +250,23 @@ def load_trace(path: str | Path, *, sort: bool = False, name: str | None = None)
         Label of the workload (default: the file name).
     """
     path = Path(path)
-    if not path.is_file():
+    try:
+        return _load_trace(path, sort, name)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not a UTF-8 text file ({exc.reason} at byte {exc.start})") from None
+    except csv.Error as exc:
+        raise ValueError(f"{path}: not a readable CSV file ({exc})") from None
+
+
+def _load_trace(path: Path, sort: bool, name: str | None) -> Workload:
+    if path.is_dir():
+        raise ValueError(f"trace file {str(path)!r} is a folder, not a CSV file")
+    if not path.exists():
         raise FileNotFoundError(f"trace file {str(path)!r} does not exist")
-    with path.open(newline="") as fh:
-        reader = csv.DictReader(fh)
+    if not path.is_file():
+        raise ValueError(f"trace file {str(path)!r} is not a regular file")
+    with path.open(newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh, restkey="__extra__")
         header = [h.strip() for h in (reader.fieldnames or [])]
         if not header:
             raise ValueError(f"{path}: empty file; expected a header with columns {', '.join(_COLUMNS)}")
@@ -265,6 +279,11 @@ def load_trace(path: str | Path, *, sort: bool = False, name: str | None = None)
         want = (*_COLUMNS, "predicted_output_tokens") if has_pred else _COLUMNS
         for row in reader:
             line = reader.line_num
+            if row.get("__extra__"):
+                raise ValueError(
+                    f"{path}, line {line}: {len(header) + len(row['__extra__'])} cells under a "
+                    f"{len(header)}-column header"
+                )
             if all((v is None or not str(v).strip()) for v in row.values()):
                 continue  # blank line
             for c in want:

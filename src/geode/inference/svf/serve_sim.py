@@ -72,7 +72,7 @@ def serve_sim(
         Sort an unsorted trace by arrival instead of rejecting it.
     """
     pol = make_policy(policy)
-    kv_slots = check_int("kv_slots", kv_slots, low=1)
+    kv_slots = check_int("kv_slots", kv_slots, low=1, high=10**15)
     predictor_error = check_real("predictor_error", predictor_error, low=0.0)
     step_time = check_real("step_time", step_time, low=0.0, low_inclusive=False)
     work = load_trace(trace, sort=sort)
@@ -82,10 +82,19 @@ def serve_sim(
     return simulate(work, pol, kv_slots, cost=cost, admission=admission).metrics()
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (no usage block), raised instead of exiting."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _UsageError(message)
+
+
+class _UsageError(Exception):
+    pass
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="serve-sim", description="Replay a request trace through the KV-cache serving simulator."
-    )
+    p = _Parser(prog="serve-sim", description="Replay a request trace through the KV-cache serving simulator.")
     p.add_argument("--trace", required=True, help="CSV file with arrival,prompt_tokens,output_tokens")
     p.add_argument("--policy", default="svf", help="fcfs, sjf, svf or 1bit-svf (default svf)")
     p.add_argument("--kv-slots", type=int, required=True, help="KV-cache size M in tokens")
@@ -100,7 +109,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit code (0 ok, 2 bad input)."""
-    args = _parser().parse_args(argv)
+    try:
+        args = _parser().parse_args(argv)
+    except _UsageError as exc:
+        print(f"serve-sim: error: {exc} (see serve-sim --help)", file=sys.stderr)
+        return 2
     try:
         metrics = serve_sim(
             args.trace,
@@ -112,8 +125,12 @@ def main(argv: list[str] | None = None) -> int:
             step_time=args.step_time,
             sort=args.sort,
         )
-    except (ValueError, TypeError, FileNotFoundError) as exc:
+    except (ValueError, TypeError, OverflowError) as exc:
         print(f"serve-sim: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a missing, unreadable or vanished file
+        where = f" {exc.filename!r}" if exc.filename else ""
+        print(f"serve-sim: error: cannot read the trace{where}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(metrics, indent=2))
