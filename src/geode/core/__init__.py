@@ -6,6 +6,7 @@ only once a second paper needs it; a paper's own math stays in its folder.
 
 from __future__ import annotations
 
+from geode.core.calibration import expected_calibration_error, negative_log_likelihood
 from geode.core.ess import autocorrelation, autocorrelation_ess, ess_mse
 from geode.core.linalg import effective_rank, polar, principal_angles, sign_fixed_qr, stable_rank
 from geode.core.random import as_generator, seed_everything, set_single_thread, torch_generator
@@ -32,7 +33,9 @@ __all__ = [
     "check_probability",
     "check_real",
     "effective_rank",
+    "expected_calibration_error",
     "ess_mse",
+    "negative_log_likelihood",
     "polar",
     "principal_angles",
     "seed_everything",

@@ -10,8 +10,9 @@ Soft outputs of ``M`` oracles on ``N`` samples over ``C`` classes are stacked as
 * :func:`clr` and :func:`softmax`: Aitchison's centred log-ratio map and its inverse,
   :math:`\\operatorname{clr}(p) = \\log p - \\tfrac1C \\sum_c \\log p_c` and
   :math:`\\operatorname{softmax}(\\operatorname{clr}(p)) = p`;
-* :func:`kl_divergence`, :func:`nll`, :func:`expected_calibration_error`, :func:`accuracy`: the reliability
-  measures the field's claims report.
+* :func:`kl_divergence`, :func:`nll`, :func:`accuracy`: the reliability measures the field's claims report,
+  with :func:`expected_calibration_error` re-exported from :mod:`geode.core.calibration` (one convention for
+  the whole package).
 
 Hard 0/1 inputs are allowed everywhere: logarithms use a floor ``eps`` (``log max(p, eps)``), so nothing
 returns NaN or an infinity.
@@ -24,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from geode.core.validation import check_array, check_int, check_real
+from geode.core.calibration import expected_calibration_error
+from geode.core.validation import check_array, check_real
 
 __all__ = [
     "DEFAULT_EPS",
@@ -185,21 +187,3 @@ def accuracy(p: Any, y: Any) -> float:
     p = check_simplex("p", p, ndim=2, atol=1e-4)
     y = _labels(y, p.shape[0], p.shape[1])
     return float(np.mean(p.argmax(axis=1) == y))
-
-
-def expected_calibration_error(p: Any, y: Any, *, n_bins: int = 15) -> float:
-    """Top-label expected calibration error with ``n_bins`` equal-width confidence bins.
-
-    .. math::
-
-        \\mathrm{ECE} = \\sum_b \\frac{|B_b|}{N} \\bigl| \\mathrm{acc}(B_b) - \\mathrm{conf}(B_b) \\bigr|.
-    """
-    p = check_simplex("p", p, ndim=2, atol=1e-4)
-    y = _labels(y, p.shape[0], p.shape[1])
-    n_bins = check_int("n_bins", n_bins, low=1)
-    conf = p.max(axis=1)
-    correct = (p.argmax(axis=1) == y).astype(float)
-    bins = np.minimum((conf * n_bins).astype(int), n_bins - 1)
-    count = np.bincount(bins, minlength=n_bins)
-    gap = np.abs(np.bincount(bins, weights=correct - conf, minlength=n_bins))
-    return float(gap.sum() / max(count.sum(), 1))

@@ -41,10 +41,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
+from geode.core.calibration import expected_calibration_error, negative_log_likelihood
 from geode.core.validation import check_choice, check_int, check_positive, check_real
 
 __all__ = ["VBLLClassifier", "expected_calibration_error", "negative_log_likelihood"]
@@ -209,41 +209,3 @@ def _check_labels(labels: Any, n: int, n_classes: int) -> torch.Tensor:
     if n and (int(labels.min()) < 0 or int(labels.max()) >= n_classes):
         raise ValueError(f"labels must lie in [0, {n_classes}); got range [{int(labels.min())}, {int(labels.max())}]")
     return labels.long()
-
-
-def _check_probs(probs: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
-    p = np.asarray(probs.detach() if hasattr(probs, "detach") else probs, dtype=np.float64)
-    if p.ndim != 2:
-        raise ValueError(f"probs must have shape (n, K); got {p.shape}")
-    if not np.all(np.isfinite(p)) or p.min() < 0 or not np.allclose(p.sum(1), 1.0, atol=1e-4):
-        raise ValueError("probs must be finite, non-negative and sum to one per row")
-    y = _check_labels(torch.as_tensor(np.asarray(labels)), p.shape[0], p.shape[1]).numpy()
-    return p, y
-
-
-def expected_calibration_error(probs: Any, labels: Any, n_bins: int = 15) -> float:
-    r"""Top-label expected calibration error with ``n_bins`` equal-width confidence bins.
-
-    :math:`\mathrm{ECE} = \sum_b \frac{|B_b|}{n} \,\big|\operatorname{acc}(B_b) - \operatorname{conf}(B_b)\big|`,
-    where bin :math:`b` holds the examples whose top probability lies in :math:`((b-1)/M, b/M]`.
-
-    Parameters
-    ----------
-    probs : array or tensor, shape (n, K)
-    labels : array or tensor, shape (n,)
-    n_bins : int
-    """
-    n_bins = check_int("n_bins", n_bins, low=1)
-    p, y = _check_probs(probs, labels)
-    conf = p.max(1)
-    correct = (p.argmax(1) == y).astype(np.float64)
-    idx = np.clip(np.ceil(conf * n_bins).astype(int) - 1, 0, n_bins - 1)
-    count = np.bincount(idx, minlength=n_bins)
-    gap = np.abs(np.bincount(idx, correct, n_bins) - np.bincount(idx, conf, n_bins))
-    return float(gap.sum() / max(len(y), 1)) if count.sum() else 0.0
-
-
-def negative_log_likelihood(probs: Any, labels: Any, eps: float = 1e-12) -> float:
-    r"""Mean :math:`-\log p(y_i \mid x_i)` of predictive probabilities (clipped below at ``eps``)."""
-    p, y = _check_probs(probs, labels)
-    return float(-np.log(np.maximum(p[np.arange(len(y)), y], eps)).mean())
