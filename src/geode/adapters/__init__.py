@@ -8,6 +8,8 @@ unmerging, and export to / import from Hugging Face PEFT's LoRA checkpoint forma
 
 from __future__ import annotations
 
+from geode.adapters import polar_vbll as _polar_vbll
+from geode.adapters import sds_lora as _sds_lora
 from geode.adapters.lora import (
     AdapterLinear,
     DoRALinear,
@@ -21,6 +23,8 @@ from geode.adapters.lora import (
     unmerge_adapters,
 )
 from geode.adapters.peft_format import load_peft_lora, save_peft_lora
+from geode.adapters.polar_vbll import *  # noqa: F403
+from geode.adapters.sds_lora import *  # noqa: F403
 
 __all__ = [
     "AdapterLinear",
@@ -36,3 +40,5 @@ __all__ = [
     "trainable_parameters",
     "unmerge_adapters",
 ]
+# every paper's public names, re-exported (ARCHITECTURE.md: public names)
+__all__ += [*_polar_vbll.__all__, *_sds_lora.__all__]

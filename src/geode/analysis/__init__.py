@@ -9,6 +9,10 @@ its fidelity measure.
 
 from __future__ import annotations
 
+from geode.analysis import gae as _gae
+from geode.analysis import msa as _msa
+from geode.analysis.gae import *  # noqa: F403
+from geode.analysis.msa import *  # noqa: F403
 from geode.analysis.pullback import jacobians, metric_from_samples, pullback_metric
 from geode.analysis.sae import SparseAutoencoder, fvu, train_sae
 from geode.analysis.similarity import (
@@ -42,3 +46,5 @@ __all__ = [
     "svcca",
     "train_sae",
 ]
+# every paper's public names, re-exported (ARCHITECTURE.md: public names)
+__all__ += [*_gae.__all__, *_msa.__all__]

@@ -14,7 +14,9 @@ Importing this package needs numpy only (torch is imported when a model is train
 
 from __future__ import annotations
 
-from geode.ensembles.comparability_fusion import ComparabilityRecovery, geometry_descriptor
+from geode.ensembles import comparability_fusion as _comparability_fusion
+from geode.ensembles import safecut as _safecut
+from geode.ensembles.comparability_fusion import *  # noqa: F403
 from geode.ensembles.fusion import (
     PerOracleTemperatureScaling,
     TemperatureScaling,
@@ -25,7 +27,7 @@ from geode.ensembles.fusion import (
     mean_fusion,
 )
 from geode.ensembles.mutual import MutualCorrection, RoundState, confidence_gate, mutual_targets
-from geode.ensembles.safecut import SafeCut, SafeCutGate, cut_statistic, knn_graph
+from geode.ensembles.safecut import *  # noqa: F403
 from geode.ensembles.simplex import (
     accuracy,
     as_oracle_stack,
@@ -38,25 +40,19 @@ from geode.ensembles.simplex import (
 )
 
 __all__ = [
-    "ComparabilityRecovery",
     "MutualCorrection",
     "PerOracleTemperatureScaling",
     "RoundState",
-    "SafeCut",
-    "SafeCutGate",
     "TemperatureScaling",
     "accuracy",
     "as_oracle_stack",
     "check_simplex",
     "clr",
     "confidence_gate",
-    "cut_statistic",
     "direct_fusion",
     "expected_calibration_error",
     "fit_inverse_temperature",
-    "geometry_descriptor",
     "kl_divergence",
-    "knn_graph",
     "log_pool",
     "majority_vote",
     "mean_fusion",
@@ -64,3 +60,5 @@ __all__ = [
     "nll",
     "softmax",
 ]
+# every paper's public names, re-exported (ARCHITECTURE.md: public names)
+__all__ += [*_comparability_fusion.__all__, *_safecut.__all__]

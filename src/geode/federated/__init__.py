@@ -20,7 +20,11 @@ Importing this package needs numpy only (torch is imported by :class:`TorchClien
 
 from __future__ import annotations
 
+from geode.federated import craft as _craft
+from geode.federated import fed_prior_bank as _fed_prior_bank
 from geode.federated.clients import BatchedTorchClients, TorchClient
+from geode.federated.craft import *  # noqa: F403
+from geode.federated.fed_prior_bank import *  # noqa: F403
 from geode.federated.flower import to_flower
 from geode.federated.partition import dirichlet_partition, label_distribution
 from geode.federated.secure_sum import (
@@ -79,3 +83,5 @@ __all__ = [
     "to_flower",
     "weighted_average",
 ]
+# every paper's public names, re-exported (ARCHITECTURE.md: public names)
+__all__ += [*_craft.__all__, *_fed_prior_bank.__all__]

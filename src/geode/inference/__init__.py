@@ -10,9 +10,10 @@
 
 from __future__ import annotations
 
+from geode.inference import svf as _svf
 from geode.inference.bounds import batch_lower_bound, optimal_batch_cost
 from geode.inference.serving import FCFS, SJF, CostModel, Policy, SimResult, Workload, simulate, volume
-from geode.inference.svf import SVF, OneBitSVF, vllm_priority
+from geode.inference.svf import *  # noqa: F403
 from geode.inference.workloads import (
     TRACES,
     arrival_times,
@@ -25,10 +26,8 @@ from geode.inference.workloads import (
 __all__ = [
     "FCFS",
     "SJF",
-    "SVF",
     "TRACES",
     "CostModel",
-    "OneBitSVF",
     "Policy",
     "SimResult",
     "Workload",
@@ -40,6 +39,7 @@ __all__ = [
     "rate_for_load",
     "simulate",
     "synthetic_workload",
-    "vllm_priority",
     "volume",
 ]
+# every paper's public names, re-exported (ARCHITECTURE.md: public names)
+__all__ += [*_svf.__all__]

@@ -7,47 +7,27 @@ the packed sequence position, 1-D RoPE and learned absolute embeddings (:mod:`ge
 
 from __future__ import annotations
 
+from geode.layers import pack3d as _pack3d
+from geode.layers import rubiconv as _rubiconv
 from geode.layers.attention import (
     check_cu_seqlens,
     dense_document_masked_attention,
     document_ids,
     document_masked_attention,
 )
-from geode.layers.pack3d import (
-    DenseAxialRoPEAttention,
-    Pack3DAttention,
-    PackedSequenceAttention,
-    axial_rope_3d,
-    pack3d_attention,
-)
+from geode.layers.pack3d import *  # noqa: F403
 from geode.layers.positional import LearnedPositionalEmbedding, apply_rotary, rope_1d, rope_frequencies
-from geode.layers.rubiconv import (
-    RubiConv,
-    packed_long_conv,
-    padded_batch_conv,
-    per_document_conv,
-    plan_packed_conv,
-    single_fft_conv,
-)
+from geode.layers.rubiconv import *  # noqa: F403
 
 __all__ = [
-    "DenseAxialRoPEAttention",
     "LearnedPositionalEmbedding",
-    "Pack3DAttention",
-    "PackedSequenceAttention",
-    "RubiConv",
     "apply_rotary",
-    "axial_rope_3d",
     "check_cu_seqlens",
     "dense_document_masked_attention",
     "document_ids",
     "document_masked_attention",
-    "pack3d_attention",
-    "packed_long_conv",
-    "padded_batch_conv",
-    "per_document_conv",
-    "plan_packed_conv",
     "rope_1d",
     "rope_frequencies",
-    "single_fft_conv",
 ]
+# every paper's public names, re-exported (ARCHITECTURE.md: public names)
+__all__ += [*_pack3d.__all__, *_rubiconv.__all__]

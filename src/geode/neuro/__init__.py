@@ -7,6 +7,8 @@ accuracy, and a time-stepped Euler simulation that cross-checks the closed form.
 
 from __future__ import annotations
 
+from geode.neuro import causal_pieces as _causal_pieces
+from geode.neuro.causal_pieces import *  # noqa: F403
 from geode.neuro.lif import (
     NLIFLayer,
     NLIFNetwork,
@@ -28,3 +30,5 @@ __all__ = [
     "simulate_lif_euler",
     "weight_sum_penalty",
 ]
+# every paper's public names, re-exported (ARCHITECTURE.md: public names)
+__all__ += [*_causal_pieces.__all__]
