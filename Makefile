@@ -21,13 +21,16 @@ export TRANSFORMERS_OFFLINE := 1
 export RAY_USAGE_STATS_ENABLED := 0
 export MPLBACKEND := Agg
 
-.PHONY: help setup test reproduce smoke report readme lint clean
+FLOWER := .venv-flower
+
+.PHONY: help setup test test-flower reproduce smoke report bench readme lint clean
 .DEFAULT_GOAL := help
 
 help:
 	@echo "make reproduce   set up .venv, run every implemented paper's quick claim check, write $(OUT)/index.html"
 	@echo "make test        set up .venv, run the test suite"
-	@echo "make smoke | report | readme | lint | clean"
+	@echo "make test-flower builds $(FLOWER) with the flower extra and runs the federated tests through real Flower"
+	@echo "make smoke | report | bench | readme | lint | clean"
 
 $(BIN)/.installed: pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -44,6 +47,18 @@ setup: $(BIN)/.installed
 test: setup
 	$(BIN)/python -m pytest -n 2 -q tests
 
+# Flower pins older typer/rich and its own ray: a separate environment, torch first as everywhere.
+$(FLOWER)/bin/.installed: pyproject.toml Makefile
+	test -x $(FLOWER)/bin/python || $(PYTHON) -m venv $(FLOWER)
+	$(FLOWER)/bin/python -m pip install --quiet --disable-pip-version-check torch==2.13.0
+	$(FLOWER)/bin/python -c "import torch; assert torch.__version__.startswith('2.13.0'), torch.__version__"
+	$(FLOWER)/bin/python -m pip install --quiet --disable-pip-version-check -e ".[dev,flower]"
+	$(FLOWER)/bin/python -c "import flwr.serverapp.strategy, geode; print('flwr', __import__('flwr').__version__)"
+	touch $@
+
+test-flower: $(FLOWER)/bin/.installed
+	$(FLOWER)/bin/python -m pytest -q -p no:cacheprovider tests/federated/test_flower.py
+
 reproduce: setup
 	$(BIN)/geode reproduce --all --mode quick --jobs $(JOBS) --out $(OUT); status=$$?; \
 	$(BIN)/geode report --out $(OUT) && echo "open $(OUT)/index.html"; exit $$status
@@ -55,6 +70,9 @@ smoke: setup
 report: setup
 	$(BIN)/geode report --out $(OUT)
 
+bench: setup
+	$(BIN)/geode bench --out $(OUT)
+
 readme: setup
 	$(BIN)/python -m geode.catalog README.md
 
@@ -62,4 +80,4 @@ lint: setup
 	$(BIN)/ruff check src tests benchmarks && $(BIN)/ruff format --check src tests benchmarks
 
 clean:
-	rm -rf $(VENV) $(OUT) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(FLOWER) $(OUT) .pytest_cache .ruff_cache
