@@ -220,16 +220,22 @@ def _kill_group(proc: Any) -> None:
 
 
 @contextlib.contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    """Ignore SIGINT while a worker is spawned, so it is born ignoring it (no traceback at Ctrl-C)."""
-    if threading.current_thread() is not threading.main_thread():
+def _sigint_blocked_in_children() -> Iterator[None]:
+    """Block SIGINT in this thread while a worker is spawned, so the worker is born with it blocked.
+
+    A Ctrl-C during the worker's start-up then never gives it a ``KeyboardInterrupt`` traceback (the worker
+    later ignores SIGINT: the parent handles Ctrl-C and stops it). The parent loses nothing: a SIGINT that
+    arrives meanwhile stays pending and is delivered when the mask is restored (or to another thread, and
+    Python raises it in the main thread as usual).
+    """
+    if not hasattr(signal, "pthread_sigmask"):
         yield
         return
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, old)
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 class _Scheduler:
@@ -321,16 +327,20 @@ def _run_local(
                 if nxt is None:
                     break
                 task, lock = nxt
+                parent_conn, child_conn = ctx.Pipe(duplex=False)
+                proc = ctx.Process(target=_child, args=(task, child_conn, parent), daemon=True)
                 try:
-                    parent_conn, child_conn = ctx.Pipe(duplex=False)
-                    proc = ctx.Process(target=_child, args=(task, child_conn, parent), daemon=True)
-                    with _sigint_ignored():
+                    with _sigint_blocked_in_children():
                         proc.start()
-                    child_conn.close()
-                except BaseException:
+                        running[parent_conn] = (task, proc, time.monotonic(), lock)
+                except BaseException:  # Ctrl-C in the middle of a start: stop what was started
+                    if getattr(proc, "_popen", None) is not None:
+                        _kill_group(proc)
+                    running.pop(parent_conn, None)
                     lock.release()
                     raise
-                running[parent_conn] = (task, proc, time.monotonic(), lock)
+                finally:
+                    child_conn.close()
             if not running:
                 break
             for conn in _mp_wait(list(running), timeout=0.2):
