@@ -223,3 +223,24 @@ def _fake_bench(slug, size="quick", *, repeats=None, on_case=None):
             "low": 1.0, "high": 1.0, "memory_ratio": None}}  # fmt: skip
 
 
+
+
+def test_a_report_that_cannot_be_written_is_one_line(capsys, tmp_path, monkeypatch):
+    def refuse(path, text):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr("geode.claims.report.atomic_write_text", refuse)
+    code, _, err = run(capsys, "report", "--out", str(tmp_path))
+    assert code == 2 and "cannot write the report" in err and "Permission denied" in err and one_line(err)
+
+
+def test_serve_sim_reports_an_unreadable_trace_in_one_line(capsys, tmp_path, monkeypatch):
+    trace = tmp_path / "trace.csv"
+    trace.write_text("arrival,prompt_tokens,output_tokens\n0,10,5\n")
+
+    def refuse(*a, **k):
+        raise PermissionError(13, "Permission denied", str(trace))
+
+    monkeypatch.setattr("geode.inference.svf.serve_sim.load_trace", refuse)
+    code, _, err = run(capsys, "serve-sim", "--trace", str(trace), "--kv-slots", "100")
+    assert code == 2 and "cannot read the trace" in err and "Permission denied" in err and one_line(err)
