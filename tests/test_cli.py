@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import json
 import stat
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -221,8 +220,6 @@ def test_random_argument_lists_never_give_a_traceback(capsys, tmp_path_factory, 
 def _fake_bench(slug, size="quick", *, repeats=None, on_case=None):
     return {"slug": slug, "size": size, "cases": [], "headline": {"case": "c", "baseline": "b", "ratio": 1.0,
             "low": 1.0, "high": 1.0, "memory_ratio": None}}  # fmt: skip
-
-
 
 
 def test_a_report_that_cannot_be_written_is_one_line(capsys, tmp_path, monkeypatch):

@@ -96,7 +96,11 @@ def test_a_control_is_aggregated_like_its_threshold():
 def test_disagreeing_seeds_are_unstable():
     t = Threshold("t", "m", ">=", 1.0)
     ev = evaluate([t], _runs(m=[2.0, 0.5, 2.0]))
-    assert ev.verdict == "reproduced" and ev.unstable and ev.seed_verdicts == ["reproduced", "not reproduced", "reproduced"]
+    assert (
+        ev.verdict == "reproduced"
+        and ev.unstable
+        and ev.seed_verdicts == ["reproduced", "not reproduced", "reproduced"]
+    )
     assert any(f.startswith("unstable") for f in ev.flags)
 
 
