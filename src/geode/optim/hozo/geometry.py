@@ -78,8 +78,8 @@ class OrthantMetric:
         raise NotImplementedError
 
     # in-place moves used by the optimiser (no temporary beyond one parameter-sized tensor)
-    def move_(self, x: torch.Tensor, z: torch.Tensor, t: float) -> torch.Tensor:
-        """``x <- exp_x(t * frame(x, z))`` in place."""
+    def move_(self, x: torch.Tensor, z: torch.Tensor, t: float, *, consume: bool = False) -> torch.Tensor:
+        """``x <- exp_x(t * frame(x, z))`` in place; with ``consume=True`` ``z`` may be overwritten (no temporary)."""
         raise NotImplementedError
 
 
@@ -112,9 +112,9 @@ class LogMetric(OrthantMetric):
         """Geodesic distance :math:`\\lVert \\log y - \\log x \\rVert_2`."""
         return torch.linalg.vector_norm(torch.log(y) - torch.log(x))
 
-    def move_(self, x: torch.Tensor, z: torch.Tensor, t: float) -> torch.Tensor:
+    def move_(self, x: torch.Tensor, z: torch.Tensor, t: float, *, consume: bool = False) -> torch.Tensor:
         # exp_x(t * x ⊙ z) = x ⊙ exp(t z)
-        return x.mul_(torch.exp(z * t))
+        return x.mul_(z.mul_(t).exp_() if consume else torch.exp(z * t))
 
 
 class EuclideanMetric(OrthantMetric):
@@ -141,7 +141,7 @@ class EuclideanMetric(OrthantMetric):
     def christoffel_acceleration(self, x: torch.Tensor, xdot: torch.Tensor) -> torch.Tensor:
         return torch.zeros_like(x)
 
-    def move_(self, x: torch.Tensor, z: torch.Tensor, t: float) -> torch.Tensor:
+    def move_(self, x: torch.Tensor, z: torch.Tensor, t: float, *, consume: bool = False) -> torch.Tensor:
         return x.add_(z, alpha=t)
 
 

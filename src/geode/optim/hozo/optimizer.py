@@ -78,8 +78,8 @@ class HoZO(ZerothOrderOptimizer):
                     )
 
     def _perturb(self, group: dict[str, Any], p: torch.Tensor, z: torch.Tensor, sign: float) -> None:
-        self.metric.move_(p, z, sign * group["eps"])  # p <- exp_p(sign * mu * frame(p, z))
+        self.metric.move_(p, z, sign * group["eps"], consume=True)  # p <- exp_p(sign * mu * frame(p, z))
 
     def _update(self, group: dict[str, Any], p: torch.Tensor, z: torch.Tensor, d: float) -> int:
-        self.metric.move_(p, z, -group["lr"] * d)  # p <- exp_p(-lr * d * frame(p, z))
+        self.metric.move_(p, z, -group["lr"] * d, consume=True)  # p <- exp_p(-lr * d * frame(p, z))
         return int((p <= 0).sum())  # only float underflow can do this with the complete metric
