@@ -54,6 +54,18 @@ which is the two-point Riemannian estimator of Ma & Huang (arXiv 2601.08039) und
 No authors' code is public (the issue names none); nothing was copied from QZO's or MeZO's releases. MeZO's
 conventions (``eps = 1e-3``, perturb +1, -2, +1, regenerate ``z`` from the seed for the update) are
 followed.
+
+**What the check found at small scale (quick mode, 3 seeds): not reproduced.** HoZO never left the
+orthant at its tuned learning rate (0 violations against ~8,000-10,000 for QZO and MeZO+clamp), but its
+stable range was the narrowest (1 of the 4 sweep points in every seed, QZO 2-3) and its test loss 3-6x the
+best zeroth-order baseline's, which, clamped and all, recovered the RTN model's loss. The reason is
+geometric: under a complete metric a scale at 1e-3 of its target is ~7 log-units away and its Riemannian
+gradient :math:`\Delta_i^2 \partial_i f` is tiny, so the learning rate that moves the small scales makes
+the large ones explode multiplicatively. With the other reading of the initialisation (absolute
+log-uniform scales) HoZO matched or beat the ZO baselines' loss (ratios 0.87, 0.99, 0.46) but still had no
+wider stable range; with clipping (second reading) the verdict is the same. The optimiser state is 32 bytes
+for HoZO, MeZO and QZO whatever the model (200 or 1.66M scales); one HoZO step on SmolLM2-135M int4 grows
+the resident memory by ~142 MiB against ~1,326 MiB for a first-order Adam step on the same scales (9.3x).
 """
 
 from __future__ import annotations
