@@ -313,7 +313,8 @@ def reproduce(
             state = _state_of(rec)
             progress.console.print(
                 f"{rec['slug']:<22} {rec['mode']:<6} seed {rec['seed']}  "
-                f"[{_VERDICT_STYLE.get(state, '')}]{state}[/]  ({rec['wall_s']:.1f} s)  "
+                f"[{_VERDICT_STYLE.get(state, '')}]{state}[/]  "
+                f"({rec['wall_s']:.1f} s, cpu {rec.get('cpu_s', 0.0):.1f} s)  "
                 f"{escape(_clean(rec.get('summary', '')))}"
             )
             progress.advance(bar)
@@ -348,8 +349,9 @@ def reproduce(
         err_console.print(f"[dim]{skipped['running elsewhere']} run(s) skipped: another run holds their lock[/]")
     _print_verdicts(store, [p.slug for p in implemented], mode)
     failed = sum(r["status"] != "ok" for r in records)
+    cpu = sum(float(r.get("cpu_s", 0.0)) for r in records)
     console.print(
-        f"{len(records)} run(s) stored in {escape(out)}; {failed} error(s)/timeout(s). "
+        f"{len(records)} run(s) stored in {escape(out)} ({cpu / 60:.1f} CPU minutes); {failed} error(s)/timeout(s). "
         f"Next: geode report --out {escape(out)}"
     )
     if failed:

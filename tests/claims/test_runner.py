@@ -59,6 +59,13 @@ def test_execute_in_process_produces_a_verdict_a_hash_and_png():
     assert rec["table"] == [{"method": "toy", "value": 1.0, "n": 3}]
 
 
+def test_cpu_time_is_recorded_apart_from_wall_time():
+    rec, _ = execute(_task("_spins"))
+    assert rec["status"] == "ok"
+    assert rec["cpu_s"] >= 0.3  # the claim's own computing
+    assert rec["wall_s"] - rec["cpu_s"] >= 0.45  # its 0.5 s of sleep costs no CPU
+
+
 def test_execute_records_an_error_with_its_traceback():
     rec, figs = execute(_task("_raises"))
     assert rec["status"] == "error" and rec["verdict"] is None and figs == {}

@@ -114,6 +114,7 @@ _MALFORMED = [
     ("error", 5),
     ("tuned", {"a": 1}),
     ("wall_s", "long"),
+    ("cpu_s", "lots"),
 ]
 
 

@@ -2,8 +2,9 @@
 
 Importing this module registers them. Each exercises one path of the harness: a clean result with a
 figure, a claim that raises, one that hangs past its timeout, one that kills its process, one whose
-verdict depends on the seed, one that starts a helper process (process-tree clean-up), one with validity
-floors and negative controls, and one whose every text field is hostile (report escaping).
+verdict depends on the seed, one that starts a helper process (process-tree clean-up), one that computes
+then sleeps (CPU time), one with validity floors and negative controls, and one whose every text field is
+hostile (report escaping).
 """
 
 from __future__ import annotations
@@ -112,6 +113,22 @@ def _sleeper(mode: str, seed: int) -> Outcome:
         os.replace(tmp, os.path.join(folder, str(seed)))
     time.sleep(600)
     return Outcome(metrics={"value": 1.0})
+
+
+@register(
+    "_spins",
+    claim="A toy claim that computes for 0.3 CPU seconds, then sleeps 0.5 s.",
+    paper_figure="-",
+    baselines=(),
+    thresholds=(Threshold("t", "value", ">", 0.0),),
+)
+def _spins(mode: str, seed: int) -> Outcome:
+    t0 = time.process_time()
+    x = 0
+    while time.process_time() - t0 < 0.3:
+        x += 1
+    time.sleep(0.5)
+    return Outcome(metrics={"value": float(x > 0)})
 
 
 @register(

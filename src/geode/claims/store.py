@@ -183,7 +183,8 @@ def validate_record(rec: Any, where: str = "result") -> dict[str, Any]:
     for key in ("summary", "claim_hash", "run_id", "started", "geode_version"):
         _check(isinstance(rec.get(key, ""), str), where, f"field {key!r} must be a string")
     _check(rec.get("error") is None or isinstance(rec["error"], str), where, "field 'error' must be a string or null")
-    _check(_is_number(rec.get("wall_s", 0.0)), where, "field 'wall_s' must be a number")
+    for key in ("wall_s", "cpu_s"):
+        _check(_is_number(rec.get(key, 0.0)), where, f"field {key!r} must be a number")
     notes = rec.get("notes", [])
     _check(
         isinstance(notes, list) and all(isinstance(n, str) for n in notes), where, "field 'notes' must list strings"
