@@ -32,6 +32,23 @@ The stable rank itself is :func:`geode.core.stable_rank`.
   with 8 prompts x 8 responses per step, 100 steps, the learning rate tuned on validation accuracy for
   every reward. Selecting hyper-parameters uses validation labels; training SR-GRPO uses none.
 
+**What the check found at small scale (quick mode, 3 seeds): not reproduced, every seed.** Validity floors
+met: the base model's greedy test accuracy was 0.568 / 0.494 / 0.549 and GRPO with the external
+correctness reward raised it by +12.5 / +19.1 / +19.5 points, so the pipeline learns from a reward that
+carries the signal. Stable rank did not carry it: best-of-8 by stable rank minus greedy was -16.6 / +0.4 /
+-9.0 points (threshold >= 3; the random-pick control -5.3 / -1.2 / -7.6), 100 SR-GRPO steps changed greedy
+accuracy by -39.1 / -9.4 / -16.4 points (threshold >= 3; random-reward control -14.1 / -2.5 / -21.5) while
+the stable-rank reward rose (2.55 -> 2.73 in seed 0: the policy learned to raise the frozen evaluator's
+stable rank, not accuracy), and Spearman(SR, correct) over the sampled responses was 0.045 / -0.032 /
+0.026 (partial needs > 0.1; within a prompt -0.15 / 0.07 / 0.07). The strongest baselines did better:
+best-of-8 by mean log-prob -> greedy +0.4 / -0.8 / -3.3 points, Spearman(mean log-prob, correct) 0.16 /
+0.22 / 0.18. All three controls fail their thresholds (each threshold discriminates). Tuning notes: the
+sampling temperature of the stable-rank and random selectors and most GRPO learning rates were selected
+on the lower edge of their grids even after one extension (temperature 0.18, lr 3.3e-5): on this model
+every selector but correctness does best when it changes the least. A tiny LM stopped at 50% accuracy is
+far from the 1.5B-8B models of the paper, whose representations may carry the signal that this one does
+not; the check says only that the signal does not emerge at this scale.
+
 No authors' code was read (the issue names none). TRL is not installed in the development environment;
 :class:`StableRankReward` follows TRL 1.16's reward-function call convention as documented.
 """
