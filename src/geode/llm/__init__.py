@@ -1,0 +1,13 @@
+"""Large language models: post-training methods and analyses, run on tiny LMs and SmolLM2.
+
+The paper folders live below (``geode.llm.sr_grpo``); each paper's public names are re-exported here.
+"""
+
+from __future__ import annotations
+
+from geode.llm import sr_grpo as _sr_grpo
+from geode.llm.sr_grpo import *  # noqa: F403
+
+__all__: list[str] = []
+# every paper's public names, re-exported (ARCHITECTURE.md: public names)
+__all__ += [*_sr_grpo.__all__]
