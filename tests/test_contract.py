@@ -27,7 +27,6 @@ PRE_PROTOCOL_V2 = frozenset(
         "craft",
         "fed-prior-bank",
         "ga-srmc",
-        "gae",
         "gckan",
         "inr-error",
         "msa",
