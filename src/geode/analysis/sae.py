@@ -14,7 +14,8 @@ per-feature ``threshold`` :math:`\theta`; Rajamanoharan et al., 2024, the GemmaS
 
 Pretrained dictionaries load from a folder (:meth:`SparseAutoencoder.from_pretrained`): SAELens' layout
 (``cfg.json`` + ``sae_weights.safetensors``) or GemmaScope's (``params.npz`` with ``W_enc, W_dec, b_enc,
-b_dec, threshold``); :meth:`SparseAutoencoder.save_pretrained` writes the former.
+b_dec, threshold``); :meth:`SparseAutoencoder.save_pretrained` writes the former (safetensors files need
+the ``llm`` extra; ``.npz`` needs nothing).
 
 :func:`train_sae` minimises, with Adam on minibatches,
 
