@@ -15,9 +15,12 @@ Revision 2 (protocol v2, issue 21). What changed and why:
   "GAE's held-out FVU no worse than the (tuned) decoder refit's" (geometric mean over the shifts); the
   50 % cut stays as the partial rule, with mean shift as its control.
 - *Equal tuning*: every adaptation gets 4 configurations (+1 past an edge) on a validation split of the
-  OOD sample at the 30-degree rotation (``geode.claims.tune``): the refit ridge (revision 1's fixed 0.1
+  OOD sample at the 60-degree rotation (``geode.claims.tune``): the refit ridge (revision 1's fixed 0.1
   over-fitted 2,000 samples), our direct GAE's ridge, the release GAE's energy, the fine-tuning learning
-  rate; the selected values are used at every shift.
+  rate; the selected values are used at every shift. (A first run tuned at 30 degrees; it selected a
+  fine-tuning rate of 3e-4 that under-trained fine-tuning at 60 degrees, FVU 0.31 against 0.25 at 1e-3,
+  and one seed stepped the energy grid past 1. We moved the tuning to the hardest rotation, which can
+  only favour the fine-tuning baseline, and bounded the energy, before the final run.)
 - Floors and controls added (below); 3 seeds.
 
 Revision 1's verdict (1 seed, quick): **reproduced**: Spearman 1.00 over 3 angles, GAE removed 95 % and
@@ -64,7 +67,7 @@ _SHIFTS = (
     ("warp", 1.0),
 )
 _GRIDS = {
-    "gae_theory": {"energy": [0.9, 0.95, 0.99, 0.999]},
+    "gae_theory": {"energy": [0.9, 0.99, 0.999, 0.9999]},
     "gae_direct": {"ridge": [0.01, 0.1, 1.0, 10.0]},
     "refit": {"ridge": [0.01, 0.1, 1.0, 10.0]},
     "finetune": {"lr": [3e-4, 1e-3, 3e-3, 1e-2]},
@@ -259,7 +262,7 @@ def run(mode: str, seed: int) -> Outcome:
     study = run_shift_study(
         seed,
         shifts=p["shifts"],
-        tune_shift=("rotation", 30.0),
+        tune_shift=("rotation", 60.0),
         grids=p["grids"],
         extend=p["extend"],
         retrain_at=(("rotation", 60.0),),
@@ -318,7 +321,7 @@ def run(mode: str, seed: int) -> Outcome:
         f"samples, {p['steps']} Adam steps; shifts: {', '.join(shifts)}.",
         f"every adaptation sees the same {p['n_ood']} unlabeled OOD samples; fine-tuning runs {p['finetune_steps']} "
         f"Adam steps; FVU on {p['n_test']} held-out OOD samples; tuning on an 80/20 split of the OOD sample at "
-        "rotation_30, selected values used at every shift.",
+        "rotation_60, selected values used at every shift.",
         f"our reading (encoder rotated too, re-centred, ridge refit; revision 1's method): this seed's verdict "
         f"under the same rules would be {ours_v} (/refit {m['ours_over_refit_fvu_geomean']:.3f}, /fine-tune max "
         f"{m['ours_over_finetune_fvu_max']:.3f}, cut {m['ours_excess_cut_min_30_60']:.0%}).",

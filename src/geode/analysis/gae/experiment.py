@@ -172,7 +172,7 @@ def run_shift_study(
     seed: int,
     *,
     shifts: Sequence[tuple[str, float]] = (("rotation", 10.0), ("rotation", 30.0), ("rotation", 60.0)),
-    tune_shift: tuple[str, float] = ("rotation", 30.0),
+    tune_shift: tuple[str, float] = ("rotation", 60.0),
     grids: dict[str, dict[str, list[Any]]] | None = None,
     extend: int = 0,
     retrain_at: Sequence[tuple[str, float]] = (("rotation", 60.0),),
@@ -208,7 +208,7 @@ def run_shift_study(
 
     if grids is None:
         grids = {
-            "gae_theory": {"energy": [0.9, 0.95, 0.99, 0.999]},
+            "gae_theory": {"energy": [0.9, 0.99, 0.999, 0.9999]},
             "gae_direct": {"ridge": [0.01, 0.1, 1.0, 10.0]},
             "refit": {"ridge": [0.01, 0.1, 1.0, 10.0]},
             "finetune": {"lr": [3e-4, 1e-3, 3e-3, 1e-2]},
@@ -255,7 +255,8 @@ def run_shift_study(
         s, _ = adapt(method, params, x_fit, seed * 1000 + 6)
         return fvu(s, x_val)
 
-    res = tune(evaluate, grids, maximize=False, extend=extend)
+    limits = {"energy": (0.0, 1.0), "ridge": (0.0, math.inf), "lr": (0.0, math.inf)}
+    res = tune(evaluate, grids, maximize=False, extend=extend, limits=limits)
     chosen = {m: res.params(m) for m in grids}
 
     rows: list[dict[str, Any]] = []
