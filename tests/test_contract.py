@@ -28,7 +28,6 @@ PRE_PROTOCOL_V2 = frozenset(
         "ga-srmc",
         "gckan",
         "inr-error",
-        "msa",
         "ot-sampling-error",
         "pack3d",
         "polar-vbll",

@@ -44,6 +44,7 @@ Details we inferred (only the abstract and a summary were available; the equatio
 from __future__ import annotations
 
 from geode.analysis.msa.metric import (
+    SingularMetricWarning,
     estimate_intrinsic_dim,
     local_chart_metrics,
     msa,
@@ -51,4 +52,11 @@ from geode.analysis.msa.metric import (
     spectral_ratios,
 )
 
-__all__ = ["estimate_intrinsic_dim", "local_chart_metrics", "msa", "msa_from_metrics", "spectral_ratios"]
+__all__ = [
+    "SingularMetricWarning",
+    "estimate_intrinsic_dim",
+    "local_chart_metrics",
+    "msa",
+    "msa_from_metrics",
+    "spectral_ratios",
+]
