@@ -296,3 +296,17 @@ def test_each_model_trains_on_its_own_gate_weights():
     for a, b in zip(mt_self.parameters(), mt_one.parameters()):
         assert torch.equal(a, b)
     assert any(not torch.equal(a, b) for a, b in zip(mv_self.parameters(), mv_one.parameters()))
+
+
+def test_batched_inference_is_invisible():
+    from geode.ensembles.mutual import _forward
+
+    t, _ = _tiny_models(5)
+    import torch
+
+    x = torch.as_tensor(np.random.default_rng(6).normal(size=(50, 3)), dtype=torch.float32)
+    p1, f1 = _forward(t, x, chunk=7)
+    p2, f2 = _forward(t, x, chunk=4096)
+    np.testing.assert_allclose(p1, p2, atol=1e-6)
+    np.testing.assert_allclose(f1, f2, atol=1e-6)
+    assert p1.shape == (50, 4)
