@@ -21,6 +21,10 @@ rank B and n - 1 as the release's rank selector does. Not built: the release's "
 (a centred ridge with priors 0.05 to W_dec, 0.2 to the GAE decoder, 0.1 outside span(U_ood)), its
 reconstruction-weighted Procrustes target and its feature-gain adapters.
 
+Quick-mode finding (claim revision 2, 3 seeds): **not reproduced** with the release's mode (FVU 1.4x the
+tuned decoder refit, 3.1x fine-tuning at a 60-degree rotation); our direct reading would pass (0.95x the
+refit, 0.81x fine-tuning). See :mod:`geode.analysis.gae.claim`.
+
 ``mode="direct"`` is our earlier reading (revision 1 of the claim), kept as a variant and reported: it
 estimates the OOD-active subspace by PCA; compares it with the dictionary's usage-weighted decoder
 subspace (:func:`faithfulness_gap`); rotates the dictionary by the orthogonal Procrustes alignment of

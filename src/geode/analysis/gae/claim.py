@@ -28,6 +28,17 @@ Revision 1's verdict (1 seed, quick): **reproduced**: Spearman 1.00 over 3 angle
 the encoder-rotating reading, the two first thresholds did not discriminate, and the literal
 (encoder-fixed) reading scored 1.35x fine-tuning at 60 degrees in the audit.
 
+Revision 2's verdict (quick, 3 seeds, every seed alike): **not reproduced**. The floors hold (ID FVU 0.19,
+the 60-degree rotation costs 0.97-0.99 FVU, fine-tuning cuts it to 0.21x). The gap predicts degradation
+(Spearman 0.86 in every seed; random-subspace control 0.39-0.50). The release's GAE does not recover
+faithfulness here: FVU 1.34-1.46x the tuned decoder refit's (geometric mean over the 7 shifts), 3.1-3.2x
+fine-tuning's at 60 degrees (0.75-0.80 against 0.24-0.25), and it removes only 38-43 % of the excess FVU at
+30/60 degrees (the refit 74-76 %): with the encoder fixed, codes of rotated inputs are wrong however well
+the atoms are rotated. Our reading (encoder rotated too, ridge 10 selected) would be *reproduced*: 0.95-0.97x
+the refit, 0.81x fine-tuning, 100 % of the excess removed. On new features and the nonlinear warp no
+GAE reading beats the plain refit (warp 1.0: refit 0.34, ours 0.53-0.56, release 0.63-0.66). The test bed
+is synthetic and its shift is the rotation our reading assumes, which favours that reading.
+
 Thresholds (per seed, then over seeds):
 
 - ``gap_predicts``: Spearman(faithfulness gap of the release, unadapted FVU degradation) over the 7 shifts
