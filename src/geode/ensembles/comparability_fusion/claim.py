@@ -21,6 +21,17 @@ Revision 1's verdict (quick, 1 seed): **partial**: synthetic KL cut 62 % against
 gain -0.0013 on digits (fails). The log pool with the same global TS had half the method's KL (0.0082 vs
 0.0175), and the real failure came from the floored descriptor.
 
+Revision 2's verdict (quick, 3 seeds, every seed alike): **not reproduced**. Floors hold (the linear
+pool's KL is 3.1-3.2x the supervised bound's; every oracle >= 0.77 accurate). Synthetic: validation picks
+the log pool for both sides in every seed, and comparability recovery makes it *worse*: KL 0.0115-0.0119
+against 0.0080-0.0082 for log pool + global TS (cut -45 to -47 %; the random-scales control -96 to -538 %);
+against revision 1's baseline (mean + global TS, 0.045) it cuts 55-56 %, and it beats the supervised bound
+(0.80-0.82x its KL). Real: digits NLL gain +0.0080 to +0.0102 (4-5 of 5 splits; control -0.004 to -0.023)
+passes, with scales now pointing the labels' way (random forest 2.0-2.1, naive Bayes 0.75-0.79; revision
+1's floored descriptor still loses, -0.001); breast cancer +0.0018 to +0.0024 passes too, but its control
+passes in 2 of 3 seeds (binary outputs, gains of 0.002 nats), so that threshold does not discriminate.
+The verdict rests on the synthetic threshold, which the strongest direct baseline decides.
+
 Thresholds (per seed, then "2 of 3" seeds): ``synthetic`` (KL cut >= 50 % vs the tuned direct fusion),
 ``real`` and ``real_second`` (test NLL below the tuned direct fusion's, averaged over splits, on digits
 and on breast cancer). Control for each: the same pipeline with random rectifier scales (log-normal, sd 1,
