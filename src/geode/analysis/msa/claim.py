@@ -19,6 +19,16 @@ Revision 2 (protocol v2, issue 21). What changed and why:
 - Floors: the regimes are realised (first-layer movement at alpha = 0.1 is >= 10x that at alpha = 100), and
   the memory networks learn the task (recall MSE <= 0.05, variance of the stimulus 1/3). 3 seeds.
 
+Revision 2's verdict (quick, 3 seeds, every seed alike): **partial**. Floors hold (first-layer movement
+at alpha = 0.1 is 173-186x that at alpha = 100; recall MSE <= 0.006). On the continuum MSA orders the
+networks no better than the extrinsic measures: Mantel 0.51 / 0.60 / 0.54 against CKA 0.51 / 0.64 / 0.57,
+RSA 0.56 / 0.68 / 0.59, Procrustes 0.59 / 0.65 / 0.63 (random control 0.15 / -0.21 / 0.19), so both
+"beats" thresholds fail. Against each measure's noise floor the warp moves MSA 5.6-6.3x its floor and the
+extrinsic measures 1.4-2.1x (so they do notice it), a ratio of 2.7-3.1 (>= 2: passes; isometry control 0).
+The invariance threshold is an identity of the implementation (errors ~4e-7) and has no control; the
+report flags it. RNN vs SSM (reported): between/within ratio MSA 1.63-2.00 with 1-NN 83-100 %, against
+CKA 0.93-1.35 (17-50 %), RSA 1.08-1.41 (50-67 %), Procrustes 1.58-1.65 (83-100 %).
+
 Revision 1's verdict (quick, 1 seed): **partial**: between/within ratios MSA 4.13 vs CKA 6.67 and RSA 8.32,
 1-NN 100 % for every measure; the warp kept CKA at 0.98 while MSA moved (1 - exp(-d) >= 0.5); invariance
 to 1e-12. Revision 1's metrics on the extreme regimes are still reported (``ratio_msa_over_cka_extremes``).
