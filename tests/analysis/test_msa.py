@@ -96,7 +96,7 @@ def test_metric_validation():
         msa_from_metrics(np.full_like(a, np.nan), a)
     with pytest.raises(ValueError, match="normalize"):
         msa_from_metrics(a, a, normalize="local")
-    with pytest.raises(ValueError, match="singular"):
+    with pytest.raises(ValueError, match="singular"), pytest.warns(RuntimeWarning, match="near-singular"):
         msa_from_metrics(
             np.broadcast_to(np.diag([1.0, 0.0]), (3, 2, 2)), np.broadcast_to(np.eye(2), (3, 2, 2)), eps=0.0
         )
