@@ -23,14 +23,11 @@ IMPLEMENTED = [p.slug for p in catalog.papers(status="implemented")]
 PRE_PROTOCOL_V2 = frozenset(
     {
         "causal-pieces",
-        "comparability-fusion",
         "craft",
         "fed-prior-bank",
         "ga-srmc",
-        "gae",
         "gckan",
         "inr-error",
-        "msa",
         "ot-sampling-error",
         "pack3d",
         "polar-vbll",

@@ -96,7 +96,7 @@ def test_metric_validation():
         msa_from_metrics(np.full_like(a, np.nan), a)
     with pytest.raises(ValueError, match="normalize"):
         msa_from_metrics(a, a, normalize="local")
-    with pytest.raises(ValueError, match="singular"):
+    with pytest.raises(ValueError, match="singular"), pytest.warns(RuntimeWarning, match="near-singular"):
         msa_from_metrics(
             np.broadcast_to(np.diag([1.0, 0.0]), (3, 2, 2)), np.broadcast_to(np.eye(2), (3, 2, 2)), eps=0.0
         )
@@ -201,3 +201,85 @@ def test_rich_regime_moves_the_first_layer_and_lazy_does_not():
 def test_linear_cka_does_not_see_the_warp_much():
     _, x, _, xw = _samples(n=400)
     assert linear_cka(x, xw) > 0.9
+
+
+# ------------------------------------------------------------------ revision 2: singular metrics, noise floors
+
+
+def test_singular_metrics_warn_and_can_be_excluded():
+    from geode.analysis.msa import SingularMetricWarning
+
+    rng = np.random.default_rng(3)
+    a = _spd_field(0)
+    b = _spd_field(1)
+    sing = b.copy()
+    v = rng.normal(size=3)
+    sing[:2] = np.outer(v, v) + 1e-14 * np.eye(3)  # rank one at two points: the ridge decides there
+    with pytest.warns(SingularMetricWarning, match="near-singular"):
+        d_small = msa_from_metrics(a, sing, eps=1e-6)
+    with pytest.warns(SingularMetricWarning):
+        d_big = msa_from_metrics(a, sing, eps=1e-3)
+    assert d_small > d_big + 1.0  # grows like log(1/eps): the reason for the warning
+    with pytest.warns(SingularMetricWarning, match="left out"):
+        d_ex, info = msa_from_metrics(a, sing, rank="exclude", return_info=True)
+    assert info["ridge_dominated_fraction"] == pytest.approx(2 / a.shape[0])
+    # excluding the singular points is the distance over the others
+    assert np.sqrt(np.mean(info["pointwise"][2:] ** 2)) == pytest.approx(d_ex)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        msa_from_metrics(a, b)  # regular metrics: no warning
+        msa_from_metrics(a, sing, rank="ignore")
+    with pytest.raises(ValueError, match="rank"):
+        msa_from_metrics(a, b, rank="drop")
+
+
+def test_msa_function_is_reachable_from_the_field_package():
+    import sys
+
+    from geode.analysis import msa as msa_fn
+
+    assert callable(msa_fn) and msa_fn is msa
+    assert hasattr(sys.modules["geode.analysis.msa"], "msa_from_metrics")  # the package stays importable
+
+
+def test_warp_sensitivity_reads_each_measure_against_its_noise_floor():
+    from geode.analysis.msa.experiment import warp_sensitivity
+
+    s = warp_sensitivity(0, n_points=120, width=32)
+    for m in ("msa", "cka", "rsa", "procrustes"):
+        assert s[f"{m}_floor"] > 0
+        assert s[f"{m}_warp_rel"] == pytest.approx(s[f"{m}_warp"] / s[f"{m}_floor"])
+        assert s[f"{m}_isometry_rel"] < 1e-6  # every measure ignores a rotation + scale + shift
+    assert s["msa_warp_rel"] > 1.0
+
+
+def test_mantel_is_a_rank_correlation_of_the_upper_triangles():
+    from geode.analysis.msa.experiment import mantel
+
+    t = np.array([[0, 1, 2], [1, 0, 3], [2, 3, 0]], dtype=float)
+    assert mantel(t, t) == pytest.approx(1.0)
+    assert mantel(np.exp(t), t) == pytest.approx(1.0)  # monotone transforms do not matter
+    assert mantel(-t, t) == pytest.approx(-1.0)
+    assert mantel(np.zeros((3, 3)), t) == 0.0
+
+
+def test_rnn_and_ssm_memory_nets_learn_and_the_ssm_state_is_linear_in_the_stimulus():
+    from geode.analysis.msa.experiment import rnn_ssm_study
+
+    out = rnn_ssm_study(0, n_per_arch=2, hidden=16, delay=4, steps=40, n_eval=60)
+    assert out["labels"] == [0, 0, 1, 1]
+    assert max(out["recall_mse"]) < 0.34  # below the stimulus variance 1/3: they learned something
+    d = out["distances"]["msa"]
+    assert d.shape == (4, 4) and np.allclose(d, d.T) and np.all(d[~np.eye(4, dtype=bool)] > 0)
+    # without delay noise the SSM's state is linear in the stimulus (a flat pullback metric); the RNN's is not
+    from geode.analysis.msa.experiment import _MemoryNet, _sequence
+
+    z1, z2 = torch.rand(5, 2, dtype=torch.float32), torch.rand(5, 2, dtype=torch.float32)
+    for arch, linear in (("ssm", True), ("rnn", False)):
+        net = _MemoryNet(arch, 8, 0)
+        with torch.no_grad():
+            lhs = net.state(_sequence(2 * z1 - z2, 4, 0.0, None))
+            rhs = 2 * net.state(_sequence(z1, 4, 0.0, None)) - net.state(_sequence(z2, 4, 0.0, None))
+        assert torch.allclose(lhs, rhs, atol=1e-5) == linear, arch

@@ -94,3 +94,81 @@ def test_validation_errors():
         fvu(sae, np.ones((10, 4)))
     with pytest.raises(ValueError, match="steps"):
         train_sae(np.zeros((10, 4)), 4, steps=-1)
+
+
+# ------------------------------------------------------------------ JumpReLU and pretrained folders
+
+
+def _jumprelu(seed=0):
+    g = torch.Generator().manual_seed(seed)
+    sae = SparseAutoencoder(6, 10, activation="jumprelu", seed=seed, dtype=torch.float64)
+    with torch.no_grad():
+        sae.b_enc.copy_(torch.randn(10, generator=g, dtype=torch.float64) * 0.1)
+        sae.b_dec.copy_(torch.randn(6, generator=g, dtype=torch.float64))
+        sae.threshold.copy_(torch.rand(10, generator=g, dtype=torch.float64) * 0.5)
+    return sae
+
+
+def test_jumprelu_keeps_pre_activations_above_the_threshold_and_zero_threshold_is_relu():
+    sae = _jumprelu()
+    x = torch.randn(200, 6, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    pre = sae.pre_activations(x)
+    a = sae.encode(x)
+    above = pre > sae.threshold
+    assert torch.equal(a[above], pre[above]) and bool((a[~above] == 0).all())
+    # a jump: every kept value exceeds its feature's threshold (no value in (0, threshold])
+    assert bool((a[above] > sae.threshold.expand_as(a)[above]).all()) and bool(above.any())
+    relu = SparseAutoencoder(6, 10, activation="relu", seed=0, dtype=torch.float64)
+    with torch.no_grad():
+        sae.threshold.zero_()
+        for n in ("W_enc", "b_enc", "W_dec", "b_dec"):
+            getattr(relu, n).copy_(getattr(sae, n))
+    assert torch.equal(sae.encode(x), relu.encode(x))
+
+
+def test_save_and_load_a_folder_round_trip(tmp_path):
+    import json
+
+    pytest.importorskip("safetensors")  # the SAELens layout needs the llm extra
+    for sae in (_jumprelu(2), SparseAutoencoder(6, 10, activation="topk", k=3, seed=3)):
+        sae.save_pretrained(tmp_path / sae.activation)
+        cfg = json.loads((tmp_path / sae.activation / "cfg.json").read_text())
+        assert cfg["d_sae"] == 10
+        out = SparseAutoencoder.from_pretrained(tmp_path / sae.activation)
+        assert out.activation == sae.activation and out.k == sae.k
+        x = torch.randn(50, 6, dtype=sae.W_dec.dtype)
+        assert torch.equal(out(x), sae(x))
+
+
+def test_load_a_gemmascope_npz_and_clear_errors(tmp_path):
+    sae = _jumprelu(4)
+    arrays = {n: getattr(sae, n).detach().numpy() for n in ("W_enc", "W_dec", "b_enc", "b_dec", "threshold")}
+    np.savez(tmp_path / "params.npz", **arrays)
+    out = SparseAutoencoder.from_pretrained(tmp_path)  # no cfg.json: a stored threshold means JumpReLU
+    assert out.activation == "jumprelu"
+    assert torch.equal(out.threshold, sae.threshold)
+    np.savez(tmp_path / "bad.npz", W_dec=arrays["W_dec"])
+    with pytest.raises(ValueError, match="lacks"):
+        SparseAutoencoder.from_pretrained(tmp_path / "bad.npz")
+    arrays["W_enc"] = arrays["W_enc"][:, :5]
+    np.savez(tmp_path / "shape.npz", **arrays)
+    with pytest.raises(ValueError, match="W_enc must have shape"):
+        SparseAutoencoder.from_pretrained(tmp_path / "shape.npz")
+    with pytest.raises(FileNotFoundError):
+        SparseAutoencoder.from_pretrained(tmp_path / "nowhere")
+    with pytest.raises(ValueError, match="jumprelu"):
+        train_sae(np.random.default_rng(0).normal(size=(20, 6)), 4, activation="jumprelu")
+
+
+def test_jumprelu_fine_tuning_keeps_the_thresholds_and_gae_keeps_them():
+    from geode.analysis.gae import GAE
+
+    sae = _jumprelu(5)
+    x = np.random.default_rng(0).normal(size=(300, 6))
+    tuned = train_sae(x, init=sae, steps=5, batch_size=32)
+    assert torch.equal(tuned.threshold, sae.threshold)
+    assert not torch.equal(tuned.W_dec, sae.W_dec)
+    adapted = GAE(k=2).fit(sae, x).adapted_
+    assert torch.equal(adapted.threshold, sae.threshold) and adapted.activation == "jumprelu"
+    obj = type("Obj", (), {n: getattr(sae, n).detach() for n in ("W_enc", "b_enc", "W_dec", "b_dec", "threshold")})
+    assert torch.equal(SparseAutoencoder.from_saelens(obj, activation="jumprelu").threshold, sae.threshold)

@@ -170,7 +170,15 @@ def test_geometry_descriptors_closed_forms():
     np.testing.assert_allclose(geometry_descriptor(P, "max_prob"), [0.75])
     np.testing.assert_allclose(geometry_descriptor(P, "entropy"), [np.log(2) / 2])
     z = np.log(1e-6) / 2
-    np.testing.assert_allclose(geometry_descriptor(P, "clr_norm"), [np.sqrt(2 * z * z) / 2])
+    np.testing.assert_allclose(geometry_descriptor(P, "clr_norm_floored"), [np.sqrt(2 * z * z) / 2])
+    # shared support: the hard row has one class above the floor and is skipped; the flat row has norm 0
+    np.testing.assert_allclose(geometry_descriptor(P, "clr_norm"), [0.0])
+    Q = np.array([[[0.2, 0.8, 0.0], [0.5, 0.5, 0.0]], [[0.6, 0.4, 0.0], [0.1, 0.1, 0.8]]])
+    # support per row: {0, 1} in both; oracle 0: |log 0.2 - log 0.8| / sqrt 2 and 0; oracle 1: log 1.5 / sqrt 2, 0
+    np.testing.assert_allclose(
+        geometry_descriptor(Q, "clr_norm"), [np.log(4) / np.sqrt(2) / 2, np.log(1.5) / np.sqrt(2) / 2]
+    )
+    assert np.isnan(geometry_descriptor(np.array([[[1.0, 0.0]]]), "clr_norm")).all()
 
 
 def test_validation_errors():
@@ -210,9 +218,15 @@ def test_claim_thresholds_are_the_issues():
     assert got == {
         "synthetic": ("synthetic_kl_reduction", ">=", 0.5),
         "real": ("real_nll_gain", ">", 0.0),
+        "real_second": ("real2_nll_gain", ">", 0.0),
+        "synthetic_headroom": ("synthetic_bias_headroom", ">=", 1.5),
+        "oracles_trained": ("real_min_oracle_acc", ">=", 0.7),
     }
-    assert c.reproduced == "synthetic and real" and c.partial == "synthetic"
-    assert "Comparability recovery" in c.doc
+    assert c.reproduced == "synthetic and real and real_second" and c.partial == "synthetic"
+    assert c.validity == "synthetic_headroom and oracles_trained"
+    import geode.ensembles.comparability_fusion.claim as claim_module
+
+    assert "Comparability recovery" in c.doc and "Revision 1's verdict" in claim_module.__doc__
 
 
 def test_claim_smoke_run():
@@ -223,4 +237,75 @@ def test_claim_smoke_run():
     assert all(math.isfinite(v) for v in out.metrics.values())
     assert "fusion" in out.figures
     assert out.metrics["noiseless_recovery_max_abs_diff"] < 1e-8
-    assert c.verdict(out.metrics)[0] in ("reproduced", "partial", "not reproduced")
+    # at the default floor the shared-support descriptor finds the exact scales; revision 1's does not
+    assert out.metrics["noiseless_scale_log_error"] < 1e-9
+    assert out.metrics["noiseless_scale_log_error_floored"] > 1e-2
+    assert out.tuned and {r["method"] for r in out.tuned} == {"direct", "cr", "random"}
+
+
+# --- the shared-support descriptor, the alternating bias, sklearn ------------------------------------------
+
+
+def test_exact_recovery_at_the_default_floor_when_probabilities_fall_below_it():
+    # the audit's case: q* ~ Dirichlet(0.5), C = 8, exact power maps; many probabilities are below 1e-6
+    rng = np.random.default_rng(3)
+    q = rng.dirichlet(np.full(8, 0.5), size=2000)
+    taus = np.array([0.3, 0.8, 2.0, 4.0])
+    P = q[None] ** taus[:, None, None]
+    P /= P.sum(-1, keepdims=True)
+    assert np.mean(P < 1e-6) > 0.02
+    tau_bar = float(np.exp(np.mean(np.log(taus))))
+    cr = ComparabilityRecovery().fit(P)  # default eps = 1e-6 and support floor 1e-4
+    np.testing.assert_allclose(cr.scales_, tau_bar / taus, rtol=1e-9)
+    floored = ComparabilityRecovery(descriptor="clr_norm_floored").fit(P)
+    assert np.max(np.abs(np.log(floored.scales_ * taus / tau_bar))) > 0.1  # revision 1's descriptor is off
+
+
+def test_alternating_with_biases_undoes_class_offsets_too():
+    # p_m = softmax(tau_m clr(q) + beta_m): with bias=True the exact solution a_m tau_m = tau_bar,
+    # b_m = c - a_m mu_m is the alternating fixed point; the rectified oracles coincide
+    q = latent(n=600, seed=4, scale=0.7)
+    taus = np.array([0.5, 1.0, 2.0])
+    beta = np.random.default_rng(5).normal(scale=0.8, size=(3, 6))
+    beta -= beta.mean(axis=1, keepdims=True)
+    P = softmax(taus[:, None, None] * clr(q)[None] + beta[:, None, :])
+    cr = ComparabilityRecovery("alternating", bias=True, eps=1e-12, tol=1e-10, max_iter=500).fit(P)
+    R = cr.transform(P)
+    np.testing.assert_allclose(R, np.broadcast_to(R.mean(axis=0), R.shape), atol=1e-5)
+    assert np.abs(cr.biases_).max() > 0.1
+    np.testing.assert_allclose(cr.scales_ * taus, (cr.scales_ * taus)[0], rtol=1e-5)
+    # without the biases the offsets cannot be undone
+    R0 = ComparabilityRecovery("alternating", eps=1e-12).fit_transform(P)
+    assert np.abs(R0 - R0.mean(axis=0)).max() > 1e-2
+
+
+def test_sklearn_estimator_contract():
+    from sklearn.base import clone
+    from sklearn.model_selection import GridSearchCV
+
+    cr = ComparabilityRecovery("alternating", bias=True, scale_bounds=[0.1, 10.0], layout="samples")
+    params = cr.get_params()
+    assert params["variant"] == "alternating" and params["scale_bounds"] == [0.1, 10.0]
+    twin = clone(cr)
+    assert twin.get_params() == params and twin is not cr
+    assert cr.set_params(descriptor="entropy").descriptor == "entropy"
+    with pytest.raises(ValueError, match="descriptor"):
+        cr.set_params(descriptor="tail").fit(np.full((4, 2, 3), 1 / 3))
+    # samples first: GridSearchCV splits the samples and selects by the fused log-likelihood
+    q, P, y = radial_oracles(600, [0.4, 1.0, 2.5], seed=0)
+    X = np.swapaxes(P, 0, 1)  # (N, M, C)
+    search = GridSearchCV(
+        ComparabilityRecovery(layout="samples"), {"descriptor": ["clr_norm", "entropy"], "pool": ["mean", "log"]}, cv=3
+    ).fit(X, y)
+    assert search.best_params_["descriptor"] in ("clr_norm", "entropy")
+    best = search.best_estimator_
+    assert best.transform(X).shape == X.shape
+    np.testing.assert_allclose(
+        best.transform(X),
+        np.swapaxes(
+            ComparabilityRecovery(**{k: v for k, v in best.get_params().items() if k != "layout"}).fit(P).transform(P),
+            0,
+            1,
+        ),
+    )
+    assert best.score(X, y) == pytest.approx(-float(np.mean(-np.log(best.fuse(X)[np.arange(600), y]))))

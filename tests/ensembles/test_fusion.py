@@ -271,3 +271,42 @@ def test_mutual_correction_is_deterministic_and_validates():
         MutualCorrection().fit(t, v, x, y=y[:5])
     with pytest.raises(ValueError, match="same classes"):
         MutualCorrection().fit(t, torch.nn.Linear(3, 5), x)
+
+
+class _OneWay(MutualCorrection):
+    """A gate that sends the target's pseudo-labels to the partner only: (w_T, w_V) = (0, 1)."""
+
+    def gate(self, state):
+        n = state.probs_t.shape[0]
+        return np.zeros(n), np.ones(n)
+
+
+def test_each_model_trains_on_its_own_gate_weights():
+    # (w_T, w_V) = (0, 1): the target model trains exactly as in self-training (its own pseudo-labels), the
+    # partner on the target's; swapping the weights between the two models (the audit's surviving mutation)
+    # would leave the partner self-trained and move the target
+    import torch
+
+    t, v = _tiny_models(3)
+    x = np.random.default_rng(2).normal(size=(40, 3)).astype(np.float32)
+    kw = dict(rounds=2, epochs=2, seed=4)
+    mt_self, mv_self, _ = MutualCorrection("self", **kw).fit(t, v, x)
+    mt_one, mv_one, hist = _OneWay("self", **kw).fit(t, v, x)
+    assert hist[0]["mean_w_t"] == 0.0 and hist[0]["mean_w_v"] == 1.0
+    for a, b in zip(mt_self.parameters(), mt_one.parameters()):
+        assert torch.equal(a, b)
+    assert any(not torch.equal(a, b) for a, b in zip(mv_self.parameters(), mv_one.parameters()))
+
+
+def test_batched_inference_is_invisible():
+    from geode.ensembles.mutual import _forward
+
+    t, _ = _tiny_models(5)
+    import torch
+
+    x = torch.as_tensor(np.random.default_rng(6).normal(size=(50, 3)), dtype=torch.float32)
+    p1, f1 = _forward(t, x, chunk=7)
+    p2, f2 = _forward(t, x, chunk=4096)
+    np.testing.assert_allclose(p1, p2, atol=1e-6)
+    np.testing.assert_allclose(f1, f2, atol=1e-6)
+    assert p1.shape == (50, 4)

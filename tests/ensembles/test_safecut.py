@@ -247,3 +247,27 @@ def test_claim_smoke_run():
     assert {"accuracy", "rounds"} <= set(out.figures)
     assert 0.0 <= out.metrics["acc_safecut"] <= 1.0
     assert c.verdict(out.metrics)[0] in ("reproduced", "partial", "not reproduced")
+
+
+def test_knn_backends_and_the_cosine_metric_agree_with_brute_force():
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(150, 6))
+    i_b, d_b = knn_graph(x, 7)
+    i_s, d_s = knn_graph(x, 7, backend="sklearn")
+    np.testing.assert_allclose(d_s, d_b, atol=1e-10)
+    np.testing.assert_array_equal(i_s, i_b)  # continuous data: no ties
+    # cosine: brute force on 1 - cos, and invariance to rescaling each row
+    xn = x / np.linalg.norm(x, axis=1, keepdims=True)
+    cos_d = 1.0 - xn @ xn.T
+    np.fill_diagonal(cos_d, np.inf)
+    ref = np.sort(cos_d, axis=1)[:, :7]
+    for backend in ("brute", "sklearn"):
+        idx, d = knn_graph(x * rng.uniform(0.5, 3.0, size=(150, 1)), 7, metric="cosine", backend=backend)
+        np.testing.assert_allclose(d, ref, atol=1e-10)
+        np.testing.assert_allclose(np.take_along_axis(cos_d, idx, axis=1), ref, atol=1e-10)
+    y = rng.integers(0, 3, size=150)
+    np.testing.assert_allclose(cut_statistic(x, y, k=7, backend="sklearn"), cut_statistic(x, y, k=7), atol=1e-10)
+    with pytest.raises(ValueError, match="zero row"):
+        knn_graph(np.vstack([x, np.zeros(6)]), 3, metric="cosine")
+    with pytest.raises(ValueError, match="metric"):
+        knn_graph(x, 3, metric="manhattan")

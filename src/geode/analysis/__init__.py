@@ -4,7 +4,7 @@ The paper folders live below (``geode.analysis.msa``, ``geode.analysis.gae``); w
 reuse sits here: the extrinsic similarity measures the field compares against (linear and RBF CKA,
 CCA, SVCCA, PWCCA, RSA, the Procrustes distance), the pullback metric of a network on a data manifold
 (exact, from Jacobians, or from samples), and a small sparse-autoencoder trainer (ReLU and TopK) with
-its fidelity measure.
+its fidelity measure (ReLU, TopK and JumpReLU; pretrained dictionaries load from SAELens or GemmaScope files).
 """
 
 from __future__ import annotations

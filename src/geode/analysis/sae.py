@@ -1,4 +1,4 @@
-r"""A small sparse autoencoder (ReLU or TopK) in SAELens' tensor layout, its trainer and its fidelity.
+r"""A small sparse autoencoder (ReLU, TopK or JumpReLU) in SAELens' tensor layout, its trainer and its fidelity.
 
 The dictionary, with SAELens' parameter names and shapes (``W_enc [d_in, d_sae]``, ``b_enc [d_sae]``,
 ``W_dec [d_sae, d_in]``, ``b_dec [d_in]``; rows are row vectors :math:`x \in \mathbb R^{d_{in}}`):
@@ -7,8 +7,15 @@ The dictionary, with SAELens' parameter names and shapes (``W_enc [d_in, d_sae]`
 
     a(x) = \sigma\big((x - b_{dec}) W_{enc} + b_{enc}\big), \qquad \hat x = a(x)\, W_{dec} + b_{dec},
 
-with :math:`\sigma = \mathrm{ReLU}` or TopK (keep the ``k`` largest pre-activations, ReLU them, zero the
-rest; Gao et al., 2024). Row :math:`j` of :math:`W_{dec}` is feature :math:`j`'s direction.
+with :math:`\sigma = \mathrm{ReLU}`, TopK (keep the ``k`` largest pre-activations, ReLU them, zero the
+rest; Gao et al., 2024) or JumpReLU (:math:`\sigma(z)_j = z_j\, [z_j > \theta_j]` with a learned
+per-feature ``threshold`` :math:`\theta`; Rajamanoharan et al., 2024, the GemmaScope dictionaries). Row
+:math:`j` of :math:`W_{dec}` is feature :math:`j`'s direction.
+
+Pretrained dictionaries load from a folder (:meth:`SparseAutoencoder.from_pretrained`): SAELens' layout
+(``cfg.json`` + ``sae_weights.safetensors``) or GemmaScope's (``params.npz`` with ``W_enc, W_dec, b_enc,
+b_dec, threshold``); :meth:`SparseAutoencoder.save_pretrained` writes the former (safetensors files need
+the ``llm`` extra; ``.npz`` needs nothing).
 
 :func:`train_sae` minimises, with Adam on minibatches,
 
@@ -17,7 +24,9 @@ rest; Gao et al., 2024). Row :math:`j` of :math:`W_{dec}` is feature :math:`j`'s
     \mathcal L = \frac1B \sum_b \|x_b - \hat x_b\|^2 + \lambda \frac1B \sum_b \sum_j a_j(x_b)\, \|W_{dec, j}\|
 
 (the L1 term, weighted by the decoder norms, only for ReLU; TopK needs none and keeps unit-norm decoder
-rows instead). :func:`fvu` is the fraction of variance unexplained,
+rows instead; a JumpReLU dictionary is fine-tuned with its thresholds held fixed, which keeps its
+sparsity, and without a penalty: its straight-through threshold training is not implemented).
+:func:`fvu` is the fraction of variance unexplained,
 :math:`\sum_i \|x_i - \hat x_i\|^2 / \sum_i \|x_i - \bar x\|^2`.
 """
 
@@ -64,11 +73,12 @@ class SparseAutoencoder(nn.Module):
         Activation dimension.
     d_sae : int
         Number of dictionary features.
-    activation : {"relu", "topk"}
+    activation : {"relu", "topk", "jumprelu"}
     k : int, optional
         Active features per input for TopK (required for ``"topk"``).
     seed : int
-        Initialisation seed: decoder rows uniform on the unit sphere, ``W_enc = W_dec^T``, zero biases.
+        Initialisation seed: decoder rows uniform on the unit sphere, ``W_enc = W_dec^T``, zero biases
+        (and, for JumpReLU, zero thresholds: the same map as ReLU until thresholds are loaded).
     dtype : torch.dtype
     """
 
@@ -85,7 +95,7 @@ class SparseAutoencoder(nn.Module):
         super().__init__()
         d_in = check_int("d_in", d_in, low=1)
         d_sae = check_int("d_sae", d_sae, low=1)
-        self.activation = check_choice("activation", activation, ("relu", "topk"))
+        self.activation = check_choice("activation", activation, ("relu", "topk", "jumprelu"))
         if activation == "topk":
             if k is None:
                 raise ValueError("k (active features per input) is required for activation='topk'")
@@ -97,6 +107,9 @@ class SparseAutoencoder(nn.Module):
         self.W_enc = nn.Parameter(w.T.clone())
         self.b_enc = nn.Parameter(torch.zeros(d_sae, dtype=dtype))
         self.b_dec = nn.Parameter(torch.zeros(d_in, dtype=dtype))
+        if self.activation == "jumprelu":
+            # a buffer, not a parameter: fine-tuning keeps it (no straight-through estimator here)
+            self.register_buffer("threshold", torch.zeros(d_sae, dtype=dtype))
 
     @property
     def d_in(self) -> int:
@@ -114,6 +127,8 @@ class SparseAutoencoder(nn.Module):
         pre = self.pre_activations(x)
         if self.activation == "relu":
             return torch.relu(pre)
+        if self.activation == "jumprelu":
+            return pre * (pre > self.threshold).to(pre.dtype)
         vals, idx = torch.topk(pre, self.k, dim=-1)
         return torch.zeros_like(pre).scatter(-1, idx, torch.relu(vals))
 
@@ -133,6 +148,7 @@ class SparseAutoencoder(nn.Module):
         """Copy the weights of an SAELens-style object with ``W_enc, b_enc, W_dec, b_dec`` attributes.
 
         The activation is not read from the object (SAELens has several); pass ``activation`` and ``k``.
+        For ``activation="jumprelu"`` the object must also have ``threshold`` (shape ``[d_sae]``).
         """
         missing = [n for n in ("W_enc", "b_enc", "W_dec", "b_dec") if not hasattr(sae, n)]
         if missing:
@@ -143,11 +159,100 @@ class SparseAutoencoder(nn.Module):
             raise ValueError(
                 f"sae.W_enc must have shape {(d_in, d_sae)}; got {tuple(torch.as_tensor(sae.W_enc).shape)}"
             )
+        names = ["W_enc", "b_enc", "W_dec", "b_dec"]
+        if activation == "jumprelu":
+            if not hasattr(sae, "threshold"):
+                raise TypeError("activation='jumprelu' needs sae.threshold (one threshold per feature)")
+            names.append("threshold")
+        return cls._from_tensors({n: torch.as_tensor(getattr(sae, n)).detach() for n in names}, activation, k)
+
+    @classmethod
+    def _from_tensors(cls, w: dict[str, torch.Tensor], activation: str, k: int | None) -> SparseAutoencoder:
+        w_dec = w["W_dec"]
+        if w_dec.ndim != 2:
+            raise ValueError(f"W_dec must have shape [d_sae, d_in]; got {tuple(w_dec.shape)}")
+        d_sae, d_in = w_dec.shape
+        shapes = {"W_enc": (d_in, d_sae), "b_enc": (d_sae,), "b_dec": (d_in,), "threshold": (d_sae,)}
+        for n, shape in shapes.items():
+            if n in w and tuple(w[n].shape) != shape:
+                raise ValueError(
+                    f"{n} must have shape {shape} (from W_dec {tuple(w_dec.shape)}); got {tuple(w[n].shape)}"
+                )
         out = cls(d_in, d_sae, activation=activation, k=k, dtype=w_dec.dtype)
         with torch.no_grad():
-            for n in ("W_enc", "b_enc", "W_dec", "b_dec"):
-                getattr(out, n).copy_(torch.as_tensor(getattr(sae, n)).detach())
+            for n in ("W_enc", "b_enc", "W_dec", "b_dec") + (("threshold",) if activation == "jumprelu" else ()):
+                getattr(out, n).copy_(w[n].to(w_dec.dtype))
         return out
+
+    @classmethod
+    def from_pretrained(cls, path: Any, *, activation: str | None = None, k: int | None = None) -> SparseAutoencoder:
+        """Load a dictionary from a folder: SAELens' ``cfg.json`` + ``sae_weights.safetensors``, or ``params.npz``.
+
+        Parameters
+        ----------
+        path : str or Path
+            The folder (or the weights file itself). ``params.npz`` is GemmaScope's layout (``W_enc``,
+            ``W_dec``, ``b_enc``, ``b_dec``, ``threshold``); ``*.safetensors`` SAELens' (same names).
+        activation : {"relu", "topk", "jumprelu"}, optional
+            Default: from ``cfg.json`` (``architecture``: ``"standard"`` is ReLU, ``"jumprelu"``, ``"topk"``;
+            or ``activation_fn_str``), else ``"jumprelu"`` when a ``threshold`` is stored, else ``"relu"``.
+        k : int, optional
+            TopK's k; default from ``cfg.json`` (``activation_fn_kwargs.k`` or ``k``).
+        """
+        import json
+        from pathlib import Path
+
+        p = Path(path)
+        if p.is_dir():
+            files = sorted(p.glob("*.safetensors")) or sorted(p.glob("*.npz"))
+            if not files:
+                raise FileNotFoundError(f"path {str(p)!r} holds no *.safetensors or *.npz weights file")
+            weights, cfg_file = files[0], p / "cfg.json"
+        elif p.is_file():
+            weights, cfg_file = p, p.parent / "cfg.json"
+        else:
+            raise FileNotFoundError(f"path {str(p)!r} does not exist")
+        if weights.suffix == ".npz":
+            with np.load(weights) as z:
+                w = {n: torch.as_tensor(z[n]) for n in z.files}
+        elif weights.suffix == ".safetensors":
+            from safetensors.torch import load_file
+
+            w = load_file(str(weights))
+        else:
+            raise ValueError(f"path: expected a .safetensors or .npz weights file; got {weights.name!r}")
+        missing = [n for n in ("W_enc", "b_enc", "W_dec", "b_dec") if n not in w]
+        if missing:
+            raise ValueError(f"{weights.name} lacks the tensors {missing} (SAELens names W_enc, b_enc, W_dec, b_dec)")
+        cfg = json.loads(cfg_file.read_text()) if cfg_file.is_file() else {}
+        if activation is None:
+            arch = str(cfg.get("architecture", cfg.get("activation_fn_str", ""))).lower()
+            activation = {"standard": "relu", "relu": "relu", "topk": "topk", "jumprelu": "jumprelu"}.get(
+                arch, "jumprelu" if "threshold" in w else "relu"
+            )
+        if activation == "topk" and k is None:
+            k = (cfg.get("activation_fn_kwargs") or {}).get("k", cfg.get("k"))
+        if activation == "jumprelu" and "threshold" not in w:
+            raise ValueError(f"activation='jumprelu' needs a 'threshold' tensor; {weights.name} has {sorted(w)}")
+        return cls._from_tensors(w, activation, None if k is None else int(k))
+
+    def save_pretrained(self, path: Any) -> None:
+        """Write ``cfg.json`` and ``sae_weights.safetensors`` (SAELens' layout) into the folder ``path``."""
+        import json
+        from pathlib import Path
+
+        from safetensors.torch import save_file
+
+        p = Path(path)
+        p.mkdir(parents=True, exist_ok=True)
+        names = ["W_enc", "b_enc", "W_dec", "b_dec"] + (["threshold"] if self.activation == "jumprelu" else [])
+        tensors = {n: getattr(self, n).detach().contiguous().clone() for n in names}
+        save_file(tensors, str(p / "sae_weights.safetensors"))
+        arch = {"relu": "standard", "topk": "topk", "jumprelu": "jumprelu"}[self.activation]
+        cfg: dict[str, Any] = {"architecture": arch, "d_in": self.d_in, "d_sae": self.d_sae}
+        if self.k is not None:
+            cfg["activation_fn_kwargs"] = {"k": self.k}
+        (p / "cfg.json").write_text(json.dumps(cfg, indent=1))
 
 
 def fvu(sae: SparseAutoencoder, X: Any) -> float:
@@ -187,6 +292,7 @@ def train_sae(
     d_sae : int, optional
         Dictionary size (required unless ``init`` is given).
     activation : {"relu", "topk"}
+        (JumpReLU dictionaries are loaded, not trained from scratch here; they can be fine-tuned via ``init``.)
     k : int, optional
         TopK's active features per input.
     l1_coeff : float
@@ -215,6 +321,11 @@ def train_sae(
     else:
         if d_sae is None:
             raise ValueError("d_sae is required when init is not given")
+        if activation == "jumprelu":
+            raise ValueError(
+                "activation='jumprelu' cannot be trained from scratch here (no threshold estimator); "
+                "load one with SparseAutoencoder.from_pretrained and fine-tune it via init="
+            )
         x = _as_tensor("X", X, torch.float32)
         sae = SparseAutoencoder(x.shape[1], d_sae, activation=activation, k=k, seed=seed, dtype=x.dtype)
         with torch.no_grad():

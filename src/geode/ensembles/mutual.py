@@ -120,15 +120,20 @@ def information_maximization(probs: Any, eps: float = 1e-8) -> Any:
     return ent - div
 
 
-def _forward(model: Any, x: Any) -> tuple[np.ndarray, np.ndarray]:
-    """(probabilities, features) of ``model`` on ``x``, without gradients."""
+def _forward(model: Any, x: Any, chunk: int = 4096) -> tuple[np.ndarray, np.ndarray]:
+    """(probabilities, features) of ``model`` on ``x``, without gradients, ``chunk`` rows at a time."""
     import torch
 
     model.eval()
+    probs, feats = [], []
     with torch.no_grad():
-        logits = model(x)
-        feats = model.embed(x) if hasattr(model, "embed") else logits
-    return torch.softmax(logits.double(), dim=1).numpy(), feats.double().numpy()
+        for start in range(0, x.shape[0], chunk):
+            xb = x[start : start + chunk]
+            logits = model(xb)
+            f = model.embed(xb) if hasattr(model, "embed") else logits
+            probs.append(torch.softmax(logits.double(), dim=1).numpy())
+            feats.append(f.double().numpy())
+    return np.concatenate(probs), np.concatenate(feats)
 
 
 def _trainable(model: Any) -> list[Any]:

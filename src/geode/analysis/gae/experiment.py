@@ -13,6 +13,17 @@ feature by the direct rotation :math:`T_\theta` that turns each :math:`u_i` towa
 held-out OOD activations the FVU of the unadapted dictionary, of GAE, and of the baselines (mean shift,
 unconstrained decoder refit, fine-tuning the ID dictionary on the OOD sample with Adam, training a new
 dictionary on it), with the faithfulness gap and the covariance shift.
+
+:func:`shifted_activations` draws four kinds of shift (``strength`` sets the size):
+
+- ``"rotation"``: the direct rotation above by ``strength`` degrees, codes x1.25;
+- ``"stretch"``: an anisotropic stretch inside the active subspace, gains
+  :math:`2^{\,s(2i/(k-1) - 1)}` on :math:`u_i` (0.5 to 2 at ``strength`` 1), features unchanged in
+  direction before the stretch;
+- ``"new_features"``: 64 new unit features in the unused directions :math:`V`, each active with the same
+  probability, magnitudes x ``strength``;
+- ``"warp"``: a nonlinear warp into the unused directions,
+  :math:`x \mapsto x + s\, V \tanh(2\, U^\top x)`.
 """
 
 from __future__ import annotations
@@ -27,17 +38,26 @@ import torch
 
 from geode.analysis.gae.explainer import (
     GAE,
-    active_subspace,
-    dictionary_subspace,
     faithfulness_gap,
     mean_shift_adapt,
     refit_decoder,
 )
 from geode.analysis.sae import SparseAutoencoder, fvu, train_sae
 from geode.core.random import as_generator, torch_generator
-from geode.core.validation import check_int, check_real
+from geode.core.validation import check_choice, check_int, check_real
 
-__all__ = ["PlantedFeatures", "planted_features", "rotation_towards", "run_shift_study", "sample_activations"]
+__all__ = [
+    "SHIFT_KINDS",
+    "PlantedFeatures",
+    "planted_features",
+    "rotation_towards",
+    "run_shift_study",
+    "sample_activations",
+    "shift_tag",
+    "shifted_activations",
+]
+
+SHIFT_KINDS = ("rotation", "stretch", "new_features", "warp")
 
 
 @dataclass(frozen=True)
@@ -92,6 +112,38 @@ def sample_activations(
     return codes @ feats + pf.noise * rng.normal(size=(n, d))
 
 
+def _stretch(pf: PlantedFeatures, strength: float) -> np.ndarray:
+    k = pf.k_active
+    gains = 2.0 ** (strength * (2.0 * np.arange(k) / max(k - 1, 1) - 1.0))
+    u = pf.active
+    return np.eye(u.shape[0]) + u @ np.diag(gains - 1.0) @ u.T
+
+
+def shifted_activations(pf: PlantedFeatures, n: int, seed: int, kind: str, strength: float) -> np.ndarray:
+    """``n`` OOD activations (n, d) under a shift of ``kind`` in :data:`SHIFT_KINDS` (module docstring)."""
+    kind = check_choice("kind", kind, SHIFT_KINDS)
+    strength = check_real("strength", strength, low=0.0)
+    if kind == "rotation":
+        return sample_activations(pf, n, seed, theta_deg=strength, scale=1.25)
+    rng = as_generator(seed)
+    m, d = pf.features.shape
+    on = rng.random((n, m)) < pf.p_active
+    codes = np.where(on, rng.uniform(0.5, 1.5, size=(n, m)), 0.0)
+    noise = pf.noise * rng.normal(size=(n, d))
+    x = codes @ pf.features
+    if kind == "stretch":
+        x = x @ _stretch(pf, strength).T
+    elif kind == "new_features":
+        c = as_generator(seed + 7919).normal(size=(64, pf.k_active))
+        c /= np.linalg.norm(c, axis=1, keepdims=True)
+        new = c @ pf.unused.T
+        on2 = rng.random((n, 64)) < pf.p_active
+        x = x + np.where(on2, rng.uniform(0.5, 1.5, size=(n, 64)), 0.0) * strength @ new
+    else:  # warp
+        x = x + strength * np.tanh(2.0 * x @ pf.active) @ pf.unused.T
+    return x + noise
+
+
 def _readout(d: int, seed: int) -> Any:
     """A fixed random GELU "model" downstream of the activations, to measure spliced-in faithfulness."""
     g = torch_generator(seed)
@@ -119,11 +171,15 @@ def _downstream_fvu(model: Any, sae: SparseAutoencoder, x: np.ndarray) -> float:
 def run_shift_study(
     seed: int,
     *,
-    thetas: Sequence[float] = (10.0, 30.0, 60.0),
-    scale: float = 1.25,
+    shifts: Sequence[tuple[str, float]] = (("rotation", 10.0), ("rotation", 30.0), ("rotation", 60.0)),
+    tune_shift: tuple[str, float] = ("rotation", 60.0),
+    grids: dict[str, dict[str, list[Any]]] | None = None,
+    extend: int = 0,
+    retrain_at: Sequence[tuple[str, float]] = (("rotation", 60.0),),
     n_id: int = 20000,
     n_ood: int = 2000,
     n_test: int = 4000,
+    val_fraction: float = 0.2,
     activation: str = "topk",
     k: int = 8,
     l1_coeff: float = 0.05,
@@ -132,14 +188,31 @@ def run_shift_study(
     finetune_steps: int = 2000,
     batch_size: int = 256,
     lr: float = 1e-3,
-    energy: float = 0.99,
-    ridge: float = 0.1,
 ) -> dict[str, Any]:
-    """Train an ID dictionary; at each angle, adapt it to ``n_ood`` unlabeled OOD activations and evaluate.
+    """Train an ID dictionary, tune every adaptation equally, then adapt at each shift and evaluate.
 
-    Returns ``rows`` (one dict per angle and method with ``fvu``, ``excess_fvu`` over the ID dictionary's
-    ID test FVU, ``downstream_fvu``) and ``per_theta`` (gap, covariance shift, GAE diagnostics).
+    Tuning (protocol v2, equal budget, :func:`geode.claims.tune`): at ``tune_shift`` the ``n_ood``
+    unlabeled OOD activations are split into a fit part and a validation part (``val_fraction``); each
+    method's grid in ``grids`` is scored by the validation FVU; the selected values are then used at every
+    shift, where each method is fitted on all ``n_ood`` activations and evaluated on ``n_test`` held-out
+    ones. Methods: ``gae_theory`` (the release, grid over ``energy``), ``gae_direct`` (ours, grid over
+    ``ridge``), ``refit`` (the unconstrained decoder refit, grid over ``ridge``), ``finetune`` (Adam from
+    the ID dictionary, grid over ``lr``); mean shift has no parameter; retraining a new dictionary on the
+    OOD sample (at ``retrain_at`` only, for cost) uses the ID dictionary's settings.
+
+    Returns ``rows`` (one dict per shift and method with ``fvu``, ``excess_fvu`` over the ID dictionary's
+    ID test FVU, ``downstream_fvu``), ``per_shift`` (gaps, covariance shift, diagnostics) and ``tuning``
+    (the :class:`geode.claims.TuneResult`).
     """
+    from geode.claims import tune
+
+    if grids is None:
+        grids = {
+            "gae_theory": {"energy": [0.9, 0.99, 0.999, 0.9999]},
+            "gae_direct": {"ridge": [0.01, 0.1, 1.0, 10.0]},
+            "refit": {"ridge": [0.01, 0.1, 1.0, 10.0]},
+            "finetune": {"lr": [3e-4, 1e-3, 3e-3, 1e-2]},
+        }
     pf = planted_features(seed)
     x_id = sample_activations(pf, n_id, seed * 1000 + 1)
     x_id_test = sample_activations(pf, n_test, seed * 1000 + 2)
@@ -156,31 +229,56 @@ def run_shift_study(
     )
     fvu_id = fvu(sae, x_id_test)
     model = _readout(pf.basis.shape[0], seed * 1000 + 4)
-    x_id_stats = x_id[:n_ood]  # the ID sample GAE may use: feature usage and the ID mean
+    x_id_stats = x_id[:n_ood]  # the ID sample the direct GAE may use: feature usage and the ID mean
     cov_id = np.cov(x_id_stats.T, bias=True)
+
+    def adapt(method: str, params: dict[str, Any], x: np.ndarray, fseed: int) -> tuple[SparseAutoencoder, Any]:
+        if method == "gae_theory":
+            g = GAE(mode="theory", energy=params["energy"]).fit(sae, x)
+            return g.adapted_, g
+        if method == "gae_direct":
+            g = GAE(mode="direct", ridge=params["ridge"]).fit(sae, x, X_id=x_id_stats)
+            return g.adapted_, g
+        if method == "refit":
+            return refit_decoder(sae, x, ridge=params["ridge"]), None
+        out = train_sae(
+            x, init=sae, steps=finetune_steps, batch_size=batch_size, lr=params["lr"], l1_coeff=l1_coeff, seed=fseed
+        )
+        return out, None
+
+    kind, strength = tune_shift
+    x_tune = shifted_activations(pf, n_ood, seed * 1000 + 5, kind, strength)
+    n_val = max(2, int(round(val_fraction * n_ood)))
+    x_fit, x_val = x_tune[:-n_val], x_tune[-n_val:]
+
+    def evaluate(method: str, params: dict[str, Any]) -> float:
+        s, _ = adapt(method, params, x_fit, seed * 1000 + 6)
+        return fvu(s, x_val)
+
+    limits = {"energy": (0.0, 1.0), "ridge": (0.0, math.inf), "lr": (0.0, math.inf)}
+    res = tune(evaluate, grids, maximize=False, extend=extend, limits=limits)
+    chosen = {m: res.params(m) for m in grids}
+
     rows: list[dict[str, Any]] = []
-    per_theta: list[dict[str, Any]] = []
-    for t_i, theta in enumerate(thetas):
-        x_ood = sample_activations(pf, n_ood, seed * 1000 + 10 + t_i, theta_deg=theta, scale=scale)
-        x_test = sample_activations(pf, n_test, seed * 1000 + 50 + t_i, theta_deg=theta, scale=scale)
-        gae = GAE(energy=energy, ridge=ridge).fit(sae, x_ood, X_id=x_id_stats)
-        u_ood_true = rotation_towards(pf, theta) @ pf.active
+    per_shift: list[dict[str, Any]] = []
+    rng_sub = as_generator(seed * 1000 + 7)
+    for i, (kind, strength) in enumerate(shifts):
+        tag = shift_tag(kind, strength)
+        x_ood = shifted_activations(pf, n_ood, seed * 1000 + 10 + i, kind, strength)
+        x_test = shifted_activations(pf, n_test, seed * 1000 + 50 + i, kind, strength)
+        theory, g_theory = adapt("gae_theory", chosen["gae_theory"], x_ood, 0)
+        direct, g_direct = adapt("gae_direct", chosen["gae_direct"], x_ood, 0)
         methods: dict[str, SparseAutoencoder] = {
             "unadapted": sae,
             "mean shift": mean_shift_adapt(sae, x_ood),
-            "decoder refit (no constraint)": refit_decoder(sae, x_ood, ridge=ridge),
-            "GAE rotation only": gae.rotated_,
-            "GAE": gae.adapted_,
-            "fine-tune (Adam)": train_sae(
-                x_ood,
-                init=sae,
-                steps=finetune_steps,
-                batch_size=batch_size,
-                lr=lr,
-                l1_coeff=l1_coeff,
-                seed=seed * 1000 + 20 + t_i,
-            ),
-            "retrain on OOD sample": train_sae(
+            "decoder refit (no constraint)": adapt("refit", chosen["refit"], x_ood, 0)[0],
+            "GAE (release, theory mode)": theory,
+            "GAE (ours, direct rotation + refit)": direct,
+            "GAE (ours, rotation only)": g_direct.rotated_,
+            "fine-tune (Adam)": adapt("finetune", chosen["finetune"], x_ood, seed * 1000 + 20 + i)[0],
+        }
+        if (kind, strength) in {tuple(r) for r in retrain_at}:
+            methods["retrain on OOD sample"] = train_sae(
                 x_ood,
                 d_sae,
                 activation=activation,
@@ -189,14 +287,15 @@ def run_shift_study(
                 steps=steps,
                 batch_size=batch_size,
                 lr=lr,
-                seed=seed * 1000 + 30 + t_i,
-            ),
-        }
+                seed=seed * 1000 + 30 + i,
+            )
         for name, s in methods.items():
             f = fvu(s, x_test)
             rows.append(
                 {
-                    "theta_deg": theta,
+                    "shift": tag,
+                    "kind": kind,
+                    "strength": strength,
                     "method": name,
                     "fvu": f,
                     "excess_fvu": f - fvu_id,
@@ -204,16 +303,33 @@ def run_shift_study(
                 }
             )
         cov_ood = np.cov(x_ood.T, bias=True)
-        per_theta.append(
+        # negative control of the gap: a random subspace of the same dimension against the OOD subspace
+        q, _ = np.linalg.qr(rng_sub.normal(size=(pf.basis.shape[0], g_theory.k_)))
+        per_shift.append(
             {
-                "theta_deg": theta,
-                "gap": gae.gap_,
-                "gap_after": gae.gap_after_,
-                "gap_true_subspaces": faithfulness_gap(dictionary_subspace(sae, x_id_stats, pf.k_active), u_ood_true),
-                "k_ood": gae.k_,
-                "identity_cosine": gae.identity_cosine_,
+                "shift": tag,
+                "kind": kind,
+                "strength": strength,
+                "gap": g_theory.gap_,
+                "gap_usage_weighted": g_direct.gap_,
+                "gap_random_subspace": faithfulness_gap(q, g_theory.U_ood_),
+                "k_theory": g_theory.k_,
+                "k_direct": g_direct.k_,
+                "identity_cosine": g_direct.identity_cosine_,
                 "second_moment_shift": float(np.linalg.norm(cov_ood - cov_id)),
-                "ood_subspace_error": faithfulness_gap(active_subspace(x_ood, k=pf.k_active)[0], u_ood_true),
             }
         )
-    return {"fvu_id": fvu_id, "rows": rows, "per_theta": per_theta, "d_sae": d_sae, "activation": activation}
+    return {
+        "fvu_id": fvu_id,
+        "rows": rows,
+        "per_shift": per_shift,
+        "tuning": res,
+        "chosen": chosen,
+        "d_sae": d_sae,
+        "activation": activation,
+    }
+
+
+def shift_tag(kind: str, strength: float) -> str:
+    """A short name of a shift: ``rotation_60``, ``warp_0.5``."""
+    return f"{kind}_{strength:g}"

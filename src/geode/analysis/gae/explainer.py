@@ -1,5 +1,27 @@
 r"""GAE: realign a sparse dictionary to unlabeled OOD activations in closed form, keeping its features.
 
+Two modes (:class:`GAE` ``mode=``):
+
+- ``"theory"`` (the default; the authors' release, ``MLAI-Yonsei/GAE``, ``gae.py``, its default mode):
+  with the dictionary :math:`B = W_{dec}^\top \in \mathbb R^{d \times m}`,
+  :math:`U_{ref}` = the top-``r`` left singular vectors of :math:`B` (the raw decoder, no usage weights),
+  :math:`U_{ood}` = the top-``r`` eigenvectors of the OOD covariance (unbiased, :math:`n - 1`),
+  :math:`R = Q V^\top` from :math:`U_{ood}^\top U_{ref} = Q S V^\top` (orthogonal Procrustes), and
+  every atom is projected onto span(:math:`U_{ref}`), mapped and rescaled to its original norm,
+
+  .. math::
+
+      b_j' = \frac{\|b_j\|}{\|U_{ood} R U_{ref}^\top b_j\|}\, U_{ood} R U_{ref}^\top b_j .
+
+  The encoder, :math:`b_{enc}`, :math:`b_{dec}` (and a JumpReLU threshold) are unchanged; there is no
+  refit. ``r`` is given (the release's fixed 64), or the smallest number of OOD-covariance eigenvalues
+  whose *squared* values reach a fraction ``energy`` of the total (the release's energy rule), capped
+  by min(d, m, rank B, n - 1). On an OOD distribution that is a direct rotation :math:`T` of the ID
+  subspace (angles below 90°), :math:`U_{ood} R U_{ref}^\top = T` on span(:math:`U_{ref}`): each atom
+  inside it is rotated exactly as the data were; the encoder still reads the ID directions.
+- ``"direct"`` (ours, inferred before the release was readable; reported beside the verdict): the five
+  steps below, which rotate the encoder as well and refit the decoder.
+
 Notation (rows are activations :math:`x \in \mathbb R^d`; the dictionary is a
 :class:`geode.analysis.SparseAutoencoder` with :math:`a(x) = \sigma((x - b_{dec}) W_{enc} + b_{enc})`,
 :math:`\hat x = a W_{dec} + b_{dec}`):
@@ -48,7 +70,7 @@ import numpy as np
 import torch
 
 from geode.analysis.sae import SparseAutoencoder
-from geode.core.validation import check_int, check_real
+from geode.core.validation import check_choice, check_int, check_real
 
 __all__ = [
     "GAE",
@@ -246,23 +268,28 @@ class GAE:
 
     Parameters
     ----------
+    mode : {"theory", "direct"}
+        ``"theory"``: the authors' release (decoder atoms rotated and rescaled; encoder and biases fixed; no
+        refit). ``"direct"``: ours (encoder and decoder rotated by the direct rotation, re-centred, refit).
     energy : float in (0, 1]
-        Variance fraction that sets the OOD subspace's dimension ``k`` (ignored when ``k`` is given).
+        Fraction that sets the subspace dimension ``k`` when ``k`` is not given: of the variance
+        (``"direct"``), of the squared covariance eigenvalues (``"theory"``, as the release).
     k : int, optional
-        Subspace dimension.
+        Subspace dimension (the release's ``r``).
     ridge : float
-        Relative strength :math:`\\lambda` of the pull towards the rotated decoder in the refit (``>= 0``).
+        ``"direct"`` only: relative strength :math:`\\lambda` of the pull towards the rotated decoder in the
+        refit (``>= 0``).
     refit : bool
-        Run step 5 (otherwise the dictionary is only rotated and re-centred).
+        ``"direct"`` only: run step 5 (otherwise the dictionary is only rotated and re-centred).
 
     Attributes (after :meth:`fit`)
     ------------------------------
     adapted_ : SparseAutoencoder
         The realigned dictionary (same features, same order).
-    rotation_ : ndarray (d, d)
-        The direct rotation :math:`T`.
+    rotation_ : ndarray
+        ``"direct"``: the direct rotation :math:`T` (d, d); ``"theory"``: the Procrustes :math:`R` (r, r).
     U_id_, U_ood_ : ndarray (d, k)
-        Dictionary and OOD-active subspaces.
+        Dictionary and OOD-active subspaces (``"theory"``: :math:`U_{ref}`, from the raw decoder).
     gap_ : float
         Faithfulness gap of the unadapted dictionary; ``gap_after_`` that of the adapted one.
     k_ : int
@@ -273,7 +300,16 @@ class GAE:
     >>> sae_ood = gae.adapted_  # doctest: +SKIP
     """
 
-    def __init__(self, *, energy: float = 0.99, k: int | None = None, ridge: float = 0.1, refit: bool = True):
+    def __init__(
+        self,
+        *,
+        mode: str = "theory",
+        energy: float = 0.99,
+        k: int | None = None,
+        ridge: float = 0.1,
+        refit: bool = True,
+    ):
+        self.mode = check_choice("mode", mode, ("theory", "direct"))
         self.energy = check_real("energy", energy, low=0.0, high=1.0, low_inclusive=False)
         self.k = None if k is None else check_int("k", k, low=1)
         self.ridge = check_real("ridge", ridge, low=0.0)
@@ -287,6 +323,8 @@ class GAE:
         """
         sae = _check_sae(sae)
         x = _as_matrix("X_ood", X_ood, sae.d_in)
+        if self.mode == "theory":
+            return self._fit_theory(sae, x)
         u_ood, mu_ood, _ = active_subspace(x, energy=self.energy, k=self.k)
         k = u_ood.shape[1]
         if X_id is not None:
@@ -324,4 +362,40 @@ class GAE:
         self.k_ = k
         self.gap_ = faithfulness_gap(u_id, u_ood)
         self.gap_after_ = faithfulness_gap(t @ u_id, u_ood)
+        return self
+
+    def _fit_theory(self, sae: SparseAutoencoder, x: np.ndarray) -> GAE:
+        b = sae.W_dec.detach().double().numpy().T  # (d, m): the release's dictionary B = W_dec^T
+        d, m = b.shape
+        u, s, _ = np.linalg.svd(b, full_matrices=False)
+        rank_b = int(np.sum(s > s.max(initial=0.0) * max(b.shape) * np.finfo(float).eps))
+        xc = x - x.mean(axis=0)
+        cov = xc.T @ xc / max(x.shape[0] - 1, 1)
+        ev, evec = np.linalg.eigh(cov)
+        order = np.argsort(ev)[::-1]
+        ev, evec = ev[order], evec[:, order]
+        cap = max(1, min(d, m, rank_b, x.shape[0] - 1))
+        if self.k is not None:
+            r = check_int("k", self.k, low=1, high=cap)
+        else:
+            energy2 = ev**2
+            if float(energy2.sum()) <= 0.0:
+                raise ValueError("the activations are constant (zero variance): they have no active subspace")
+            r = min(max(_k_from_energy(energy2, self.energy), 1), cap)
+        u_ref, u_ood = u[:, :r], evec[:, :r]
+        q, _, vt = np.linalg.svd(u_ood.T @ u_ref)
+        rot = q @ vt  # (r, r), Procrustes: U_ood R ~ U_ref in the release's convention
+        mapped = u_ood @ rot @ (u_ref.T @ b)
+        old, new = np.linalg.norm(b, axis=0), np.linalg.norm(mapped, axis=0)
+        mapped = mapped * (old / np.maximum(new, 1e-300))
+        adapted = _with_params(sae, W_dec=mapped.T)
+        self.adapted_ = adapted
+        self.rotated_ = adapted
+        self.rotation_ = rot
+        self.U_id_ = u_ref
+        self.U_ood_ = u_ood
+        self.k_ = r
+        self.gap_ = faithfulness_gap(u_ref, u_ood)
+        self.gap_after_ = faithfulness_gap(u_ood @ rot, u_ood)
+        self.identity_cosine_ = 1.0
         return self

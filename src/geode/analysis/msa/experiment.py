@@ -9,7 +9,16 @@ r"""The MSA claim's experiments: invariance/warp property tests and rich vs lazy
 - :func:`train_regime_mlp` and :func:`rich_lazy_study`: one-hidden-layer tanh MLPs (width 512) fitted
   to :math:`y = \sin(3 z_1) \cos(2 z_2)` in the Chizat-Bach scaling :math:`f = \alpha (g_\theta -
   g_{\theta_0})`, rich (:math:`\alpha = 0.1`) and lazy (:math:`\alpha = 100`), and the pairwise distances
-  between their hidden representations under MSA, linear CKA, RSA and the Procrustes angle.
+  between their hidden representations under MSA, linear CKA, RSA and the Procrustes angle; with
+  ``alphas`` spanning the continuum (0.1 to 100), :func:`mantel` measures how well each distance orders
+  the networks by :math:`\log\alpha` (the harder separation task of revision 2).
+- :func:`warp_sensitivity`: the warp, a rotation + scale (isometry control) and three unrelated random
+  networks, so that each measure's response to the warp is read against its own noise floor (the
+  distance between unrelated networks).
+- :func:`rnn_ssm_study`: a CPU-scale version of the paper's RNN vs SSM working-memory comparison: tanh
+  RNNs and diagonal linear state-space models (LRU-style, real decay in (0, 1), MLP readout) recall a 2-D
+  stimulus after a noisy delay; the representation is the state at the end of the delay as a function of
+  the stimulus, and every measure's between/within-architecture ratio is reported.
 """
 
 from __future__ import annotations
@@ -33,10 +42,14 @@ __all__ = [
     "RegimeMLP",
     "between_within_ratio",
     "make_embedding",
+    "mantel",
     "nearest_neighbour_accuracy",
+    "pairwise_distances",
     "property_checks",
     "rich_lazy_study",
+    "rnn_ssm_study",
     "train_regime_mlp",
+    "warp_sensitivity",
 ]
 
 DTYPE = torch.float32
@@ -144,6 +157,17 @@ def nearest_neighbour_accuracy(dist: np.ndarray, labels: Sequence[int]) -> float
     return float(np.mean(lab[np.argmin(d, axis=1)] == lab))
 
 
+def mantel(dist: np.ndarray, target: np.ndarray) -> float:
+    """Spearman correlation between the off-diagonal entries (i < j) of two distance matrices."""
+    from scipy.stats import spearmanr
+
+    iu = np.triu_indices(dist.shape[0], 1)
+    a, b = np.asarray(dist)[iu], np.asarray(target)[iu]
+    if np.ptp(a) == 0 or np.ptp(b) == 0:
+        return 0.0
+    return float(spearmanr(a, b)[0])
+
+
 def _random_mlp(d_in: int, width: int, seed: int, gain: float = 1.5) -> Callable[[torch.Tensor], torch.Tensor]:
     g = torch_generator(seed)
     w1 = torch.randn(width, d_in, generator=g, dtype=torch.float64) * gain / math.sqrt(d_in)
@@ -227,6 +251,60 @@ def property_checks(seed: int, *, n_points: int = 400, width: int = 128) -> dict
     return out
 
 
+def warp_sensitivity(seed: int, *, n_points: int = 400, width: int = 128, n_nets: int = 3) -> dict[str, float]:
+    r"""Each measure's response to the one-sided warp :math:`z + 0.3 \sin 3z`, against its noise floor.
+
+    For ``n_nets`` unrelated random tanh MLPs :math:`f_k` on the embedded manifold: the *warp* distance
+    is the mean over k of :math:`d(f_k, f_k \circ w)`; the *noise floor* is the mean of
+    :math:`d(f_k, f_l)` over the pairs k < l (two unrelated networks); the *isometry* distance (a
+    control that every measure should ignore) is the mean of :math:`d(f_k, 3.7 Q f_k + b)`. Returned
+    per measure (``msa``, ``cka`` as 1 - CKA, ``rsa`` as 1 - Spearman, ``procrustes``): ``{m}_warp``,
+    ``{m}_floor``, ``{m}_isometry``, ``{m}_warp_rel`` = warp / floor and ``{m}_isometry_rel``.
+    """
+    embed = make_embedding(seed)
+    rng = as_generator(seed + 29)
+    z = torch.as_tensor(rng.uniform(-1, 1, size=(n_points, 2)), dtype=torch.float64)
+    q, _ = np.linalg.qr(rng.normal(size=(width, width)))
+    qt = torch.as_tensor(q, dtype=torch.float64)
+    shift = torch.as_tensor(rng.normal(size=width), dtype=torch.float64)
+    nets = [_random_mlp(20, width, seed * 7 + 100 + k) for k in range(n_nets)]
+    fs = [(lambda zz, f=f: f(embed(zz))) for f in nets]
+
+    def warp(zz: torch.Tensor) -> torch.Tensor:
+        return zz + 0.3 * torch.sin(3 * zz)
+
+    variants = {
+        "base": fs,
+        "warp": [(lambda zz, f=f: f(warp(zz))) for f in fs],
+        "iso": [(lambda zz, f=f: 3.7 * f(zz) @ qt + shift) for f in fs],
+    }
+    metric = {k: [pullback_metric(f, z) for f in v] for k, v in variants.items()}
+    with torch.no_grad():
+        rep = {k: [f(z).numpy() for f in v] for k, v in variants.items()}
+    dists: dict[str, Callable[[str, int, str, int], float]] = {
+        "msa": lambda a, i, b, j: msa_from_metrics(metric[a][i], metric[b][j], rank="ignore"),
+        "cka": lambda a, i, b, j: 1.0 - linear_cka(rep[a][i], rep[b][j]),
+        "rsa": lambda a, i, b, j: 1.0 - rsa(rep[a][i], rep[b][j]),
+        "procrustes": lambda a, i, b, j: procrustes_distance(rep[a][i], rep[b][j]),
+    }
+    out: dict[str, float] = {}
+    pairs = [(i, j) for i in range(n_nets) for j in range(i + 1, n_nets)]
+    for m, dist in dists.items():
+        floor = float(np.mean([dist("base", i, "base", j) for i, j in pairs]))
+        w = float(np.mean([dist("base", k, "warp", k) for k in range(n_nets)]))
+        iso = float(np.mean([abs(dist("base", k, "iso", k)) for k in range(n_nets)]))
+        out.update(
+            {
+                f"{m}_floor": floor,
+                f"{m}_warp": w,
+                f"{m}_isometry": iso,
+                f"{m}_warp_rel": w / max(floor, 1e-300),
+                f"{m}_isometry_rel": iso / max(floor, 1e-300),
+            }
+        )
+    return out
+
+
 def _pairwise(items: Sequence[Any], dist: Callable[[Any, Any], float]) -> np.ndarray:
     n = len(items)
     out = np.zeros((n, n))
@@ -279,14 +357,7 @@ def rich_lazy_study(
             reps.append(hid(z_eval).double().numpy())
         metrics.append(pullback_metric(hid, z_eval))
     zn = z_eval.double().numpy()
-    idx = list(range(len(nets)))
-    dists = {
-        "msa": _pairwise(idx, lambda i, j: msa_from_metrics(metrics[i], metrics[j])),
-        "msa_samples": _pairwise(idx, lambda i, j: msa(reps[i], reps[j], zn)),
-        "cka": _pairwise(idx, lambda i, j: 1.0 - linear_cka(reps[i], reps[j])),
-        "rsa": _pairwise(idx, lambda i, j: 1.0 - rsa(reps[i], reps[j])),
-        "procrustes": _pairwise(idx, lambda i, j: procrustes_distance(reps[i], reps[j])),
-    }
+    dists = pairwise_distances(reps, metrics, zn)
     return {
         "labels": labels,
         "alphas": [t.alpha for t in nets],
@@ -295,4 +366,132 @@ def rich_lazy_study(
         "distances": dists,
         "z_eval": zn,
         "metrics": metrics,
+    }
+
+
+def pairwise_distances(
+    reps: Sequence[np.ndarray], metrics: Sequence[np.ndarray], z: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Distance matrices between representations under every measure of the claim.
+
+    ``reps[i]`` (n, d_i) are the representations at the shared points ``z`` (n, d) and ``metrics[i]``
+    (n, d, d) their exact pullback metrics. Measures: ``msa`` (exact metrics), ``msa_samples`` (kNN
+    regression on ``z``), ``cka`` (1 - linear CKA), ``rsa`` (1 - Spearman of Euclidean RDMs),
+    ``procrustes`` (angular Procrustes distance).
+    """
+    import warnings
+
+    from geode.analysis.msa.metric import SingularMetricWarning
+
+    idx = list(range(len(reps)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SingularMetricWarning)  # counted by the caller where it matters
+        return {
+            "msa": _pairwise(idx, lambda i, j: msa_from_metrics(metrics[i], metrics[j])),
+            "msa_samples": _pairwise(idx, lambda i, j: msa(reps[i], reps[j], z)),
+            "cka": _pairwise(idx, lambda i, j: 1.0 - linear_cka(reps[i], reps[j])),
+            "rsa": _pairwise(idx, lambda i, j: 1.0 - rsa(reps[i], reps[j])),
+            "procrustes": _pairwise(idx, lambda i, j: procrustes_distance(reps[i], reps[j])),
+        }
+
+
+class _MemoryNet(nn.Module):
+    """A tanh RNN or a diagonal linear SSM (LRU-style) that stores a 2-D stimulus through a delay."""
+
+    def __init__(self, arch: str, hidden: int, seed: int) -> None:
+        super().__init__()
+        g = torch_generator(seed)
+        self.arch = arch
+        self.inp = nn.Parameter(torch.randn(hidden, 2, generator=g, dtype=DTYPE) / math.sqrt(2))
+        if arch == "rnn":
+            self.rec = nn.Parameter(torch.randn(hidden, hidden, generator=g, dtype=DTYPE) * 0.9 / math.sqrt(hidden))
+            self.bias = nn.Parameter(torch.zeros(hidden, dtype=DTYPE))
+            self.out = nn.Parameter(torch.randn(2, hidden, generator=g, dtype=DTYPE) / math.sqrt(hidden))
+        else:  # decay lambda = sigmoid(nu) in (0, 1), initialised near 0.9-0.99
+            self.nu = nn.Parameter(torch.empty(hidden, dtype=DTYPE).uniform_(2.0, 4.5, generator=g))
+            self.mlp_w = nn.Parameter(torch.randn(hidden, hidden, generator=g, dtype=DTYPE) / math.sqrt(hidden))
+            self.mlp_b = nn.Parameter(torch.zeros(hidden, dtype=DTYPE))
+            self.out = nn.Parameter(torch.randn(2, hidden, generator=g, dtype=DTYPE) / math.sqrt(hidden))
+
+    def state(self, u: torch.Tensor) -> torch.Tensor:
+        """Final state after the input sequence ``u`` (batch, T, 2)."""
+        h = torch.zeros(u.shape[0], self.inp.shape[0], dtype=u.dtype)
+        for t in range(u.shape[1]):
+            if self.arch == "rnn":
+                h = torch.tanh(h @ self.rec.T + u[:, t] @ self.inp.T + self.bias)
+            else:
+                h = torch.sigmoid(self.nu) * h + u[:, t] @ self.inp.T
+        return h
+
+    def readout(self, h: torch.Tensor) -> torch.Tensor:
+        if self.arch == "rnn":
+            return h @ self.out.T
+        return torch.nn.functional.gelu(h @ self.mlp_w.T + self.mlp_b) @ self.out.T
+
+
+def _sequence(z: torch.Tensor, delay: int, noise: float, gen: torch.Generator | None) -> torch.Tensor:
+    u = torch.zeros(z.shape[0], delay + 1, 2, dtype=z.dtype)
+    u[:, 0] = z
+    if noise > 0 and gen is not None:
+        u[:, 1:] = noise * torch.randn(z.shape[0], delay, 2, generator=gen, dtype=z.dtype)
+    return u
+
+
+def rnn_ssm_study(
+    seed: int,
+    *,
+    n_per_arch: int = 3,
+    hidden: int = 64,
+    delay: int = 10,
+    steps: int = 300,
+    batch: int = 128,
+    noise: float = 0.1,
+    n_eval: int = 300,
+    lr: float = 3e-3,
+) -> dict[str, Any]:
+    r"""Train ``n_per_arch`` RNNs and SSMs to recall a stimulus z in [-1, 1]^2 after a noisy delay.
+
+    Returns the recall MSE of every network (noise-free test), the labels (0 RNN, 1 SSM), the
+    distance matrices of their end-of-delay states :math:`h_T(z)` under every measure
+    (:func:`pairwise_distances`; exact pullback metrics of :math:`z \mapsto h_T(z)`), and the
+    fraction of points where a state map's metric is ridge-dominated.
+    """
+    n_per_arch = check_int("n_per_arch", n_per_arch, low=2)
+    z_eval = _uniform_square(n_eval, seed * 1000 + 900)
+    nets, labels, mses = [], [], []
+    for a, arch in enumerate(("rnn", "ssm")):
+        for i in range(n_per_arch):
+            s = seed * 1000 + 910 + 10 * a + i
+            net = _MemoryNet(arch, hidden, s)
+            gen = torch_generator(s + 5)
+            opt = torch.optim.Adam(net.parameters(), lr=lr)
+            for _ in range(steps):
+                z = torch.rand(batch, 2, generator=gen, dtype=DTYPE) * 2 - 1
+                loss = ((net.readout(net.state(_sequence(z, delay, noise, gen))) - z) ** 2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            with torch.no_grad():
+                pred = net.readout(net.state(_sequence(z_eval, delay, 0.0, None)))
+                mses.append(float(((pred - z_eval) ** 2).mean()))
+            nets.append(net.double())
+            labels.append(a)
+    zd = z_eval.double()
+    reps, metrics = [], []
+    for net in nets:
+
+        def fn(zz: torch.Tensor, net: _MemoryNet = net) -> torch.Tensor:
+            return net.state(_sequence(zz, delay, 0.0, None))
+
+        with torch.no_grad():
+            reps.append(fn(zd).numpy())
+        metrics.append(pullback_metric(fn, zd))
+    from geode.analysis.msa.metric import _ridge_dominated
+
+    singular = float(np.mean([_ridge_dominated(g, 1e-6).mean() for g in metrics]))
+    return {
+        "labels": labels,
+        "recall_mse": mses,
+        "distances": pairwise_distances(reps, metrics, zd.numpy()),
+        "ridge_dominated_fraction": singular,
     }

@@ -31,6 +31,15 @@ Given two representation maps :math:`f_A, f_B` of the same manifold with shared 
 
 What it does detect: any change of the *relative* stretching along the manifold, e.g. a nonlinear
 warp of the coordinates applied to one map only, which linear CKA may barely notice.
+
+**Singular metrics.** Where a map collapses a direction of the manifold (dead ReLU units, saturated
+tanh, fewer outputs than intrinsic dimensions), :math:`J^\top J` is singular and the generalised
+eigenvalue along that direction is set by the ridge: the distance then grows like :math:`\log(1/\varepsilon)`
+and means nothing. :func:`spectral_ratios` and :func:`msa_from_metrics` therefore count the points where
+an eigenvalue of either raw metric is below ``10 eps`` times its mean scale ("ridge-dominated") and emit a
+:class:`SingularMetricWarning` when any is found; ``return_info`` reports the fraction
+(``ridge_dominated_fraction``) and, with ``rank="exclude"``, the distance is averaged over the other points
+only (a rank-aware reading; the warning still names how many were left out).
 """
 
 from __future__ import annotations
@@ -43,7 +52,27 @@ from geode.analysis.pullback import _knn, metric_from_samples
 from geode.analysis.similarity import check_pair
 from geode.core.validation import check_choice, check_int, check_real
 
-__all__ = ["estimate_intrinsic_dim", "local_chart_metrics", "msa", "msa_from_metrics", "spectral_ratios"]
+__all__ = [
+    "SingularMetricWarning",
+    "estimate_intrinsic_dim",
+    "local_chart_metrics",
+    "msa",
+    "msa_from_metrics",
+    "spectral_ratios",
+]
+
+
+class SingularMetricWarning(RuntimeWarning):
+    """A pullback metric is (near-)singular at some points: MSA there is set by the ridge ``eps``."""
+
+
+def _ridge_dominated(g: np.ndarray, eps: float) -> np.ndarray:
+    """Points where an eigenvalue of the raw metric is below 10 x the relative ridge (n,) bool."""
+    d = g.shape[1]
+    gbar = float(np.trace(g, axis1=1, axis2=2).mean() / d)
+    w = np.linalg.eigvalsh(g)
+    return w[:, 0] < 10.0 * max(eps, 1e-12) * gbar
+
 
 _NORMALIZE = ("global", "pointwise", "none")
 _DISTANCE = ("affine", "logeuclid")
@@ -119,6 +148,7 @@ def msa_from_metrics(
     normalize: str = "global",
     distance: str = "affine",
     return_info: bool = False,
+    rank: str = "warn",
 ) -> float | tuple[float, dict[str, Any]]:
     r"""MSA distance between two fields of metric tensors at the same points.
 
@@ -139,8 +169,12 @@ def msa_from_metrics(
         invariant to a change of coordinates), with :math:`c` the matching normalisation.
     return_info : bool
         Also return a dict with ``distance``, ``similarity`` (:math:`e^{-d}`), ``pointwise`` (the
-        per-point discrepancies :math:`\delta_i`, shape (n,)), ``log_ratios`` (shape (n, d); affine only)
-        and ``scale`` (:math:`\bar\lambda` for ``"global"``, else 1 or the per-point means).
+        per-point discrepancies :math:`\delta_i`, shape (n,)), ``log_ratios`` (shape (n, d); affine only),
+        ``scale`` (:math:`\bar\lambda` for ``"global"``, else 1 or the per-point means) and
+        ``ridge_dominated_fraction`` (points where either metric is near-singular; module docstring).
+    rank : {"warn", "exclude", "ignore"}
+        Near-singular metrics: ``"warn"`` (default) emits :class:`SingularMetricWarning` and keeps every
+        point; ``"exclude"`` averages over the other points only (and warns); ``"ignore"`` is silent.
 
     Returns
     -------
@@ -149,7 +183,26 @@ def msa_from_metrics(
     """
     normalize = check_choice("normalize", normalize, _NORMALIZE)
     distance = check_choice("distance", distance, _DISTANCE)
-    info: dict[str, Any] = {}
+    rank = check_choice("rank", rank, ("warn", "exclude", "ignore"))
+    eps = check_real("eps", eps, low=0.0)
+    ga0, gb0 = _check_metrics("GA", GA), _check_metrics("GB", GB)
+    if ga0.shape != gb0.shape:
+        raise ValueError(f"GA and GB must have the same shape (same points, same d); got {ga0.shape} and {gb0.shape}")
+    bad = _ridge_dominated(ga0, eps) | _ridge_dominated(gb0, eps)
+    frac = float(bad.mean())
+    if rank == "exclude" and bad.all():
+        raise ValueError("every point has a near-singular metric: rank='exclude' leaves nothing to compare")
+    if frac > 0 and rank != "ignore":
+        import warnings
+
+        what = "left out (rank='exclude')" if rank == "exclude" else "kept; MSA there grows like log(1/eps)"
+        warnings.warn(
+            f"pullback metric near-singular (an eigenvalue below 10 eps x its scale) at {frac:.1%} of the points, "
+            f"{what}: the distance there is set by the ridge eps = {eps:g}, not by the geometry",
+            SingularMetricWarning,
+            stacklevel=2,
+        )
+    info: dict[str, Any] = {"ridge_dominated_fraction": frac}
     if distance == "affine":
         lam = spectral_ratios(GA, GB, eps=eps)
         ell = np.log(lam)
@@ -179,7 +232,8 @@ def msa_from_metrics(
             c = 0.0
         dev = diff - c * np.eye(dim)
         delta = np.sqrt(np.sum(dev**2, axis=(1, 2)))
-    d = float(np.sqrt(np.mean(delta**2)))
+    keep = ~bad if rank == "exclude" else np.ones_like(bad)
+    d = float(np.sqrt(np.mean(delta[keep] ** 2)))
     if not return_info:
         return d
     info.update(
@@ -256,6 +310,7 @@ def msa(
     normalize: str = "global",
     distance: str = "affine",
     return_info: bool = False,
+    rank: str = "warn",
 ) -> float | tuple[float, dict[str, Any]]:
     r"""MSA distance between two paired representations of the same manifold, from samples.
 
@@ -279,7 +334,7 @@ def msa(
         Neighbourhood size for the local fits (default ``max(2 d + 2, 8)``).
     intrinsic_dim : int, optional
         Chart dimension when ``Z`` is not given.
-    eps, normalize, distance, return_info
+    eps, normalize, distance, return_info, rank
         As in :func:`msa_from_metrics`.
 
     Returns
@@ -305,4 +360,6 @@ def msa(
             else intrinsic_dim
         )
         ga, gb = local_chart_metrics(x, y, dim, n_neighbors=n_neighbors)
-    return msa_from_metrics(ga, gb, eps=eps, normalize=normalize, distance=distance, return_info=return_info)
+    return msa_from_metrics(
+        ga, gb, eps=eps, normalize=normalize, distance=distance, return_info=return_info, rank=rank
+    )

@@ -28,8 +28,10 @@ from geode.core.validation import check_array, check_int
 __all__ = ["CutStatistic", "cut_statistic", "knn_graph"]
 
 
-def knn_graph(features: Any, k: int, *, chunk: int = 1024) -> tuple[np.ndarray, np.ndarray]:
-    """Exact k nearest neighbours of every row (self excluded), by brute force in row chunks.
+def knn_graph(
+    features: Any, k: int, *, chunk: int = 1024, metric: str = "euclidean", backend: str = "brute"
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact k nearest neighbours of every row (self excluded).
 
     Parameters
     ----------
@@ -38,16 +40,32 @@ def knn_graph(features: Any, k: int, *, chunk: int = 1024) -> tuple[np.ndarray, 
     k : int
         Neighbours per point, ``1 <= k <= N - 1``.
     chunk : int
-        Rows per block of the distance matrix (memory ``chunk * N`` floats).
+        Rows per block of the distance matrix (memory ``chunk * N`` floats; ``"brute"`` only).
+    metric : {"euclidean", "cosine"}
+        ``"cosine"``: the distance :math:`1 - \\cos(z_i, z_j)` (rows are L2-normalised first; CLIP-style
+        features are compared this way). Zero rows are rejected.
+    backend : {"brute", "sklearn"}
+        ``"brute"``: numpy in row chunks; ``"sklearn"``: :class:`sklearn.neighbors.NearestNeighbors`
+        (a KD/ball tree in low dimension, blocked BLAS otherwise). Both are exact; ties may be ordered
+        differently.
 
     Returns
     -------
     indices : numpy.ndarray of int, shape (N, k)
-        Neighbours sorted by increasing distance (ties by index).
+        Neighbours sorted by increasing distance (ties by index for ``"brute"``).
     distances : numpy.ndarray, shape (N, k)
-        Their Euclidean distances.
+        Their Euclidean or cosine distances.
     """
+    from geode.core.validation import check_choice
+
+    metric = check_choice("metric", metric, ("euclidean", "cosine"))
+    backend = check_choice("backend", backend, ("brute", "sklearn"))
     X = check_array("features", features, ndim=2)
+    if metric == "cosine":
+        norms = np.linalg.norm(X, axis=1, keepdims=True)
+        if np.any(norms == 0):
+            raise ValueError("features has an all-zero row: its cosine distance is undefined")
+        X = X / norms
     n = X.shape[0]
     if n < 2:
         raise ValueError(f"features must have at least 2 rows to build a kNN graph; got {n}")
@@ -55,6 +73,11 @@ def knn_graph(features: Any, k: int, *, chunk: int = 1024) -> tuple[np.ndarray, 
     if k > n - 1:
         raise ValueError(f"k must be <= n_samples - 1 = {n - 1} (self is excluded); got {k}")
     chunk = check_int("chunk", chunk, low=1)
+    if backend == "sklearn":
+        from sklearn.neighbors import NearestNeighbors
+
+        dist, idx = NearestNeighbors(n_neighbors=k).fit(X).kneighbors()  # kneighbors() excludes each query point
+        return idx.astype(np.int64), (0.5 * dist**2 if metric == "cosine" else dist)
     sq = np.einsum("ij,ij->i", X, X)
     idx = np.empty((n, k), dtype=np.int64)
     dist = np.empty((n, k))
@@ -68,6 +91,8 @@ def knn_graph(features: Any, k: int, *, chunk: int = 1024) -> tuple[np.ndarray, 
         order = np.lexsort((part, vals), axis=1)  # by distance, then by index
         idx[start:stop] = np.take_along_axis(part, order, axis=1)
         dist[start:stop] = np.sqrt(np.take_along_axis(vals, order, axis=1))
+    if metric == "cosine":  # unit rows: ||a - b||^2 = 2 (1 - cos)
+        dist = 0.5 * dist**2
     return idx, dist
 
 
@@ -107,6 +132,8 @@ def cut_statistic(
     *,
     n_classes: int | None = None,
     return_parts: bool = False,
+    metric: str = "euclidean",
+    backend: str = "brute",
 ) -> np.ndarray | CutStatistic:
     """Cut statistic :math:`Z_i` of pseudo-labels on the kNN graph of ``features`` (low = reliable).
 
@@ -122,6 +149,8 @@ def cut_statistic(
         Number of classes (default ``max(pseudo_labels) + 1``).
     return_parts : bool
         Return a :class:`CutStatistic` with :math:`J, \\mu, \\sigma`, the graph and ``z``.
+    metric, backend : str
+        Passed to :func:`knn_graph` (``metric="cosine"`` makes :math:`w_{ij} = 1/(1 + 1 - \\cos)`).
 
     Returns
     -------
@@ -151,7 +180,7 @@ def cut_statistic(
     if y.size and y.min() < 0:
         raise ValueError(f"pseudo_labels must be non-negative; got min {y.min()}")
     c = int(y.max()) + 1 if n_classes is None else check_int("n_classes", n_classes, low=int(y.max()) + 1)
-    nbr, d = knn_graph(X, k)
+    nbr, d = knn_graph(X, k, metric=metric, backend=backend)
     w = 1.0 / (1.0 + d)  # w_ij = 1 / (1 + ||z_i - z_j||)
     cut = np.sum(w * (y[nbr] != y[:, None]), axis=1)  # J_i
     pi = np.bincount(y, minlength=c) / y.shape[0]
