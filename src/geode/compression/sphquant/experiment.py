@@ -1,10 +1,11 @@
 """The SPHQuant claim's problem: a character-level tiny Llama trained on Python's own documentation text.
 
-Text: CPython's ``pydoc_data.topics`` (always installed, English technical prose), characters seen fewer
-than 20 times mapped to one unknown symbol, cut into contiguous train / validation / test thirds of
-80 / 10 / 10 percent. The model (:func:`geode.models.build_tiny_lm`, Llama) is trained with AdamW on
-random windows of the train split; perplexity is measured on fixed non-overlapping windows of the
-validation (tuning) and test (verdict) splits; calibration Hessians come from windows of the train split.
+Text: CPython's ``pydoc_data.topics`` (always installed, English technical prose) as character ids
+(:func:`geode.data.pydoc_char_ids`: characters seen fewer than 20 times mapped to one unknown symbol),
+cut into contiguous train / validation / test parts of 80 / 10 / 10 percent. The model
+(:func:`geode.models.build_tiny_lm`, Llama) is trained with AdamW on random windows of the train split;
+perplexity is measured on fixed non-overlapping windows of the validation (tuning) and test (verdict)
+splits; calibration Hessians come from windows of the train split.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 import torch
 
 from geode.compression.quant import PackedLinear, calibration_hessians, linear_names, replace_linears
+from geode.data.loaders import pydoc_char_ids
 
 __all__ = ["LMProblem", "make_problem", "make_smollm2_problem", "outlier_layer", "perplexity", "quantize_baseline"]
 
@@ -33,18 +35,6 @@ class LMProblem:
     unigram_ppl: float
     train_seconds: float = 0.0
     info: dict[str, Any] = field(default_factory=dict)
-
-
-def _text_ids() -> tuple[np.ndarray, int]:
-    from pydoc_data.topics import topics
-
-    text = "\n".join(topics[k] for k in sorted(topics))
-    chars, counts = np.unique(np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32), return_counts=True)
-    keep = chars[counts >= 20]
-    lut = {int(c): i + 1 for i, c in enumerate(keep)}  # 0: unknown
-    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-    ids = np.array([lut.get(int(c), 0) for c in codes], dtype=np.int64)
-    return ids, len(keep) + 1
 
 
 def _windows(ids: np.ndarray, seq: int, n: int) -> torch.Tensor:
@@ -86,7 +76,7 @@ def make_problem(
 
     from geode.models import build_tiny_lm
 
-    ids, vocab = _text_ids()
+    ids, vocab = pydoc_char_ids()
     n = len(ids)
     train, val, test = ids[: int(0.8 * n)], ids[int(0.8 * n) : int(0.9 * n)], ids[int(0.9 * n) :]
     model = build_tiny_lm(
