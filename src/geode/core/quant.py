@@ -117,6 +117,11 @@ def unpack_bits(packed: torch.Tensor, bits: int, n: int) -> torch.Tensor:
         raise TypeError(f"packed must be a uint8 tensor; got {getattr(packed, 'dtype', type(packed).__name__)}")
     if packed.shape[-1] * 8 < n * bits:
         raise ValueError(f"packed holds {packed.shape[-1] * 8} bits per row; {n} codes of {bits} bits need more")
+    if 8 % bits == 0:  # fast path (1, 2, 4, 8 bits): codes never straddle a byte
+        per = 8 // bits
+        shifts = torch.arange(per, device=packed.device, dtype=torch.uint8) * bits
+        codes = (packed.unsqueeze(-1) >> shifts) & (2**bits - 1)
+        return codes.reshape(*packed.shape[:-1], -1)[..., :n].long()
     stream = (packed.long().unsqueeze(-1) >> torch.arange(8, device=packed.device)) & 1
     stream = stream.reshape(*packed.shape[:-1], -1)[..., : n * bits].reshape(*packed.shape[:-1], n, bits)
     return (stream << torch.arange(bits, device=packed.device)).sum(-1)
