@@ -34,3 +34,12 @@ def test_bad_split_names_the_argument(tmp_path):
         load_mnist("dev")
     with pytest.raises(FileNotFoundError, match="apt-get install -y dataset-fashion-mnist"):
         load_fashion_mnist("train", root=tmp_path)
+
+
+def test_pydoc_char_ids_is_deterministic_and_in_range():
+    from geode.data import pydoc_char_ids
+
+    ids, vocab = pydoc_char_ids()
+    ids2, vocab2 = pydoc_char_ids()
+    assert vocab == vocab2 and (ids == ids2).all()
+    assert ids.min() >= 0 and ids.max() < vocab and len(ids) > 100_000

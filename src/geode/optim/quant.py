@@ -18,7 +18,9 @@ forward pass unpacks and rescales the weight each call (no float copy of the wei
 scales are the only floating-point state a quantised layer owns besides its bias.
 
 :class:`QuantLinear` is the layer; :func:`quantize_model` swaps the ``nn.Linear`` layers of any model for
-it and freezes everything but the scales; :func:`scale_parameters` lists the scales.
+it and freezes everything but the scales; :func:`scale_parameters` lists the scales. The int4 packing
+(:func:`pack_int4`, :func:`unpack_int4`) lives in :mod:`geode.core.quant` (shared with
+:mod:`geode.compression.quant`) and is re-exported here unchanged.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from geode.core.quant import pack_int4, unpack_int4
 from geode.core.validation import check_choice, check_int
 
 __all__ = [
@@ -43,43 +46,6 @@ __all__ = [
 ]
 
 _SCALE_FLOOR = 1e-12  # an all-zero group gets this scale (its codes are 0, so any positive scale is exact)
-
-
-def pack_int4(codes: torch.Tensor) -> torch.Tensor:
-    """Pack signed 4-bit codes (int8 tensor with values in [-8, 7], even last dimension) two per ``uint8`` byte.
-
-    The low nibble holds the even column, the high nibble the odd column, both in two's complement.
-    """
-    if not isinstance(codes, torch.Tensor) or codes.dtype != torch.int8:
-        raise TypeError(f"codes must be an int8 tensor; got {getattr(codes, 'dtype', type(codes).__name__)}")
-    if codes.ndim < 1 or codes.shape[-1] % 2:
-        raise ValueError(f"codes must have an even last dimension; got shape {tuple(codes.shape)}")
-    if codes.numel() and (int(codes.min()) < -8 or int(codes.max()) > 7):
-        raise ValueError("codes must lie in [-8, 7] for int4 packing")
-    u = (codes.to(torch.int16) & 0xF).to(torch.uint8)
-    return u[..., 0::2] | (u[..., 1::2] << 4)
-
-
-_LUTS: dict[tuple[Any, Any], torch.Tensor] = {}
-
-
-def _int4_lut(dtype: Any, device: Any) -> torch.Tensor:
-    """(256, 2) table: byte -> (low code, high code), in ``dtype`` (cached per dtype and device)."""
-    key = (dtype, device)
-    lut = _LUTS.get(key)
-    if lut is None:
-        b = torch.arange(256)
-        nib = torch.stack((b & 0xF, b >> 4), dim=1)
-        lut = _LUTS[key] = torch.where(nib > 7, nib - 16, nib).to(dtype=dtype, device=device)
-    return lut
-
-
-def unpack_int4(packed: torch.Tensor, dtype: Any = torch.int8) -> torch.Tensor:
-    """Inverse of :func:`pack_int4`: ``uint8`` bytes to codes in [-8, 7] (last dimension doubled), as ``dtype``."""
-    if not isinstance(packed, torch.Tensor) or packed.dtype != torch.uint8:
-        raise TypeError(f"packed must be a uint8 tensor; got {getattr(packed, 'dtype', type(packed).__name__)}")
-    lut = _int4_lut(dtype, packed.device)
-    return lut.index_select(0, packed.reshape(-1).long()).reshape(*packed.shape[:-1], 2 * packed.shape[-1])
 
 
 def _check_bits_group(bits: Any, group_size: Any, n_in: int) -> tuple[int, int]:

@@ -1,0 +1,411 @@
+r"""SPHQuant: 8-D weight vectors as signs, a quantised radius and a positive unit direction from a small codebook.
+
+Each row of a weight :math:`W \in \mathbb{R}^{n_{out} \times n_{in}}` is cut into 8-D vectors :math:`w`.
+A vector is written in spherical form
+
+.. math::
+
+    w = \rho\; s \odot u, \qquad s = \operatorname{sgn}(w) \in \{\pm 1\}^8, \qquad
+    u \in S^7 \cap \mathbb{R}_{\ge 0}^8 ,
+
+and stored as 8 sign bits, the index :math:`j` of the codeword :math:`c_j` of a codebook of
+:math:`K = 2^{k}` positive unit vectors closest in angle to :math:`|w|`, and a radius code of
+:math:`b_\rho` bits on a uniform grid :math:`\hat\rho = \Delta_g\, r`, :math:`r \in \{0, \dots, 2^{b_\rho}-1\}`,
+with one 16-bit scale :math:`\Delta_g = \max_{g} \rho / (2^{b_\rho} - 1)` per group of ``group_size``
+weights. Reconstruction: :math:`\hat w = \hat\rho\; s \odot c_j`. An outlier only inflates its vector's
+radius; the direction stays bounded, so the codebook is not stretched by it. Bits per weight:
+
+.. math::
+
+    \text{bpw} = \frac{8 + k + b_\rho}{8} + \frac{16}{\text{group\_size}},
+
+(3.125 at :math:`k + b_\rho = 16`, ``group_size=128``: the README's W3 budget), the codebook itself
+(:math:`K \times 8` 16-bit numbers, shared by the whole model) amortised as in the paper and reported
+separately.
+
+The codebook is fitted by spherical k-means on the directions of the model's weights and then
+fine-tuned in hyperspherical angles :math:`\varphi \in [0, \pi/2]^7`,
+
+.. math::
+
+    c_1 = \cos\varphi_1,\quad c_i = \cos\varphi_i \prod_{l<i} \sin\varphi_l\ (2 \le i \le 7),\quad
+    c_8 = \prod_{l \le 7} \sin\varphi_l ,
+
+which keeps every codeword on the unit sphere and, with :math:`\varphi` projected back to the box, in the
+positive orthant. Fine-tuning minimises the summed relative layer-output error
+:math:`\sum_\ell \operatorname{tr}(\Delta_\ell H_\ell \Delta_\ell^\top) / \operatorname{tr}(W_\ell H_\ell W_\ell^\top)`
+on calibration Hessians :math:`H_\ell \propto X_\ell^\top X_\ell` with Adam over the angles and the group
+scales (the discrete codes fixed).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+import torch
+from torch import nn
+
+from geode.compression.quant import output_error, replace_linears
+from geode.core.validation import check_int, check_positive
+
+__all__ = [
+    "SPHCodebook",
+    "SPHCodes",
+    "SPHLinear",
+    "angles_to_vectors",
+    "sph_bits_per_weight",
+    "sph_decode",
+    "sph_encode",
+    "spherical_kmeans",
+    "sphquant_model",
+    "vectors_to_angles",
+]
+
+_DIM = 8  # the vector length of the paper
+
+
+def angles_to_vectors(phi: torch.Tensor) -> torch.Tensor:
+    """Hyperspherical angles (..., 7) to unit vectors (..., 8); positive when ``phi`` lies in [0, pi/2]."""
+    if phi.shape[-1] != _DIM - 1:
+        raise ValueError(f"phi must have last dimension {_DIM - 1}; got {tuple(phi.shape)}")
+    sin, cos = torch.sin(phi), torch.cos(phi)
+    ones = torch.ones_like(phi[..., :1])
+    prefix = torch.cumprod(torch.cat([ones, sin], dim=-1), dim=-1)  # prod_{l<i} sin(phi_l), i = 1..8
+    return prefix * torch.cat([cos, ones], dim=-1)
+
+
+def vectors_to_angles(c: torch.Tensor) -> torch.Tensor:
+    """Inverse of :func:`angles_to_vectors` for unit vectors (..., 8): angles in [0, pi/2] for positive ``c``."""
+    if c.shape[-1] != _DIM:
+        raise ValueError(f"c must have last dimension {_DIM}; got {tuple(c.shape)}")
+    # tail norms ||c_{i+1:}|| for i = 1..7
+    tail = torch.sqrt(torch.flip(torch.cumsum(torch.flip(c**2, [-1]), dim=-1), [-1]))[..., 1:]
+    phi = torch.atan2(tail, c[..., :-1])
+    # the last angle carries the sign of c_8 (atan2 of the pair)
+    return torch.cat([phi[..., :-1], torch.atan2(c[..., -1:], c[..., -2:-1])], dim=-1)
+
+
+def spherical_kmeans(directions: torch.Tensor, n_codes: int, *, iters: int = 20, seed: int = 0) -> torch.Tensor:
+    """Spherical k-means (cosine assignment, normalised means) of unit vectors ``directions`` (N, 8).
+
+    Initialised from ``n_codes`` distinct random rows; an emptied cluster is re-seeded with the point of
+    the worst fit. Positive inputs give positive centres. Returns (n_codes, 8) unit vectors.
+    """
+    n_codes = check_int("n_codes", n_codes, low=1)
+    if directions.ndim != 2 or directions.shape[1] != _DIM:
+        raise ValueError(f"directions must have shape (N, {_DIM}); got {tuple(directions.shape)}")
+    if directions.shape[0] < n_codes:
+        raise ValueError(f"n_codes={n_codes} exceeds the number of directions {directions.shape[0]}")
+    g = torch.Generator().manual_seed(int(seed))
+    u = directions.float()
+    cent = u[torch.randperm(u.shape[0], generator=g)[:n_codes]].clone()
+    for _ in range(int(iters)):
+        sim = u @ cent.T
+        best, idx = sim.max(dim=1)
+        sums = torch.zeros_like(cent).index_add_(0, idx, u)
+        counts = torch.bincount(idx, minlength=n_codes)
+        empty = torch.nonzero(counts == 0).flatten()
+        if len(empty):
+            worst = torch.argsort(best)[: len(empty)]
+            sums[empty] = u[worst]
+        cent = sums / sums.norm(dim=1, keepdim=True).clamp_min(1e-12)
+    return cent
+
+
+class SPHCodebook(nn.Module):
+    """A codebook of ``2^bits`` positive unit 8-D directions parameterised by angles in [0, pi/2]^7.
+
+    Parameters
+    ----------
+    vectors : Tensor, shape (K, 8)
+        Positive unit vectors (normalised and clamped to the orthant on entry).
+    """
+
+    def __init__(self, vectors: torch.Tensor) -> None:
+        super().__init__()
+        if vectors.ndim != 2 or vectors.shape[1] != _DIM:
+            raise ValueError(f"vectors must have shape (K, {_DIM}); got {tuple(vectors.shape)}")
+        v = vectors.detach().float().clamp_min(0.0)
+        v = v / v.norm(dim=1, keepdim=True).clamp_min(1e-12)
+        self.angles = nn.Parameter(vectors_to_angles(v).clamp(0.0, math.pi / 2))
+
+    @classmethod
+    def fit(cls, directions: torch.Tensor, bits: int, *, iters: int = 20, seed: int = 0) -> SPHCodebook:
+        """Spherical k-means with ``2^bits`` codes on positive unit ``directions`` (N, 8)."""
+        bits = check_int("bits", bits, low=1, high=16)
+        return cls(spherical_kmeans(directions, 2**bits, iters=iters, seed=seed))
+
+    @property
+    def size(self) -> int:
+        return int(self.angles.shape[0])
+
+    def vectors(self) -> torch.Tensor:
+        """The codewords (K, 8): unit norm by construction, differentiable in the angles."""
+        return angles_to_vectors(self.angles)
+
+    @torch.no_grad()
+    def project_(self) -> None:
+        """Clamp the angles to [0, pi/2] (the positive orthant) after an optimiser step."""
+        self.angles.clamp_(0.0, math.pi / 2)
+
+
+class SPHCodes(NamedTuple):
+    """The discrete part of a SPHQuant weight and its group scales.
+
+    ``signs`` (n_out, n_in/8) uint8 (bit ``i`` set when coordinate ``i`` is negative), ``index`` and
+    ``radius`` (n_out, n_in/8) int64, ``scales`` (n_out, n_in/group_size) float.
+    """
+
+    signs: torch.Tensor
+    index: torch.Tensor
+    radius: torch.Tensor
+    scales: torch.Tensor
+
+
+def _sign_lut() -> torch.Tensor:
+    b = torch.arange(256).unsqueeze(1)
+    return 1.0 - 2.0 * ((b >> torch.arange(_DIM)) & 1).float()  # (256, 8) of +-1
+
+
+_SIGNS = _sign_lut()
+
+
+def _check_shape(n_in: int, group_size: int) -> None:
+    if n_in % _DIM:
+        raise ValueError(f"the input dimension {n_in} must be a multiple of {_DIM} (pad the columns with zeros)")
+    if group_size % _DIM or n_in % group_size:
+        raise ValueError(
+            f"group_size must be a multiple of {_DIM} dividing the input dimension {n_in}; got {group_size} "
+            "(pad the columns with zeros)"
+        )
+
+
+def sph_encode(
+    weight: torch.Tensor, codebook: torch.Tensor, *, radius_bits: int = 8, group_size: int = 128
+) -> SPHCodes:
+    r"""Encode a weight (n_out, n_in) with codewords ``codebook`` (K, 8).
+
+    The codeword is the one of largest cosine with :math:`|w|`; the radius is the least-squares length
+    along it, :math:`\rho = \langle |w|, c_j \rangle` (equal to :math:`\|w\|` when the direction is exact);
+    the group scale is :math:`\max_g \rho / (2^{b_\rho} - 1)`.
+    """
+    if not isinstance(weight, torch.Tensor) or weight.ndim != 2 or not weight.is_floating_point():
+        raise ValueError("weight must be a 2-D floating-point tensor")
+    if not torch.isfinite(weight).all():
+        raise ValueError("weight must be finite")
+    radius_bits = check_int("radius_bits", radius_bits, low=1, high=16)
+    group_size = check_int("group_size", group_size, low=1)
+    n_out, n_in = weight.shape
+    _check_shape(n_in, group_size)
+    w = weight.detach().float().reshape(n_out, -1, _DIM)
+    neg = (w < 0).long()
+    signs = (neg << torch.arange(_DIM)).sum(-1).to(torch.uint8)
+    a = w.abs()
+    cb = codebook.detach().float()
+    rho = torch.empty(a.shape[:2])
+    index = torch.empty(a.shape[:2], dtype=torch.long)
+    rows = max(1, 2**22 // max(1, a.shape[1] * cb.shape[0]))  # bound the (rows, nv, K) projection to ~16 MB
+    for i in range(0, n_out, rows):
+        rho[i : i + rows], index[i : i + rows] = (a[i : i + rows] @ cb.T).max(dim=-1)
+    vpg = group_size // _DIM
+    qmax = 2**radius_bits - 1
+    scales = (rho.reshape(n_out, -1, vpg).amax(-1) / qmax).clamp_min(1e-12)
+    radius = torch.round(rho / scales.repeat_interleave(vpg, dim=1)).clamp(0, qmax).long()
+    return SPHCodes(signs, index, radius, scales)
+
+
+def sph_decode(codes: SPHCodes, codebook: torch.Tensor) -> torch.Tensor:
+    """The float weight :math:`\\Delta_g r\\, s \\odot c_j` (n_out, n_in); differentiable in codebook and scales."""
+    n_out, nv = codes.index.shape
+    vpg = nv // codes.scales.shape[1]
+    rho = codes.radius.to(codebook.dtype) * codes.scales.to(codebook.dtype).repeat_interleave(vpg, dim=1)
+    sgn = _SIGNS.to(codebook.dtype)[codes.signs.long()]  # (n_out, nv, 8)
+    return (rho.unsqueeze(-1) * sgn * codebook[codes.index]).reshape(n_out, nv * _DIM)
+
+
+def sph_bits_per_weight(direction_bits: int, radius_bits: int, group_size: int) -> float:
+    """:math:`(8 + k + b_\\rho)/8 + 16/\\text{group\\_size}` (the codebook excluded)."""
+    return (_DIM + direction_bits + radius_bits) / _DIM + 16.0 / group_size
+
+
+def _code_dtype(bits: int) -> torch.dtype:
+    # 9..16 bits are stored in int16 (two's-complement wrap; the mask in ``codes`` undoes it)
+    return torch.uint8 if bits <= 8 else torch.int16 if bits <= 16 else torch.int32
+
+
+class SPHLinear(nn.Module):
+    """A linear layer stored in the SPHQuant format; dequantised on the fly (a torch GEMV reference on CPU).
+
+    Storage per 8 weights: one sign byte and one joint code ``index << radius_bits | radius`` of
+    ``direction_bits + radius_bits`` bits (``uint8`` up to 8 bits, ``int16`` up to 16, else ``int32``: exact
+    at the budgets 8 and 16 bits of the README's W2 and W3), plus one 16-bit scale per group. The codebook
+    (K, 8) is a buffer that layers of one model may share.
+
+    Parameters
+    ----------
+    codes : SPHCodes
+    codebook : Tensor, shape (K, 8)
+    direction_bits, radius_bits : int
+    bias : Tensor or None
+    """
+
+    def __init__(
+        self, codes: SPHCodes, codebook: torch.Tensor, *, direction_bits: int, radius_bits: int, bias: Any = None
+    ) -> None:
+        super().__init__()
+        self.direction_bits = check_int("direction_bits", direction_bits, low=1, high=16)
+        self.radius_bits = check_int("radius_bits", radius_bits, low=1, high=16)
+        if codebook.shape != (2**self.direction_bits, _DIM):
+            raise ValueError(
+                f"codebook must have shape ({2**self.direction_bits}, {_DIM}); got {tuple(codebook.shape)}"
+            )
+        n_out, nv = codes.index.shape
+        if codes.index.numel() and (int(codes.index.min()) < 0 or int(codes.index.max()) >= 2**self.direction_bits):
+            raise ValueError(f"codes.index must lie in [0, {2**self.direction_bits - 1}]")
+        if codes.radius.numel() and (int(codes.radius.min()) < 0 or int(codes.radius.max()) >= 2**self.radius_bits):
+            raise ValueError(f"codes.radius must lie in [0, {2**self.radius_bits - 1}]")
+        self.out_features, self.in_features = int(n_out), int(nv * _DIM)
+        self.group_size = self.in_features // int(codes.scales.shape[1])
+        joint = (codes.index << self.radius_bits) | codes.radius
+        self.register_buffer("signs", codes.signs.to(torch.uint8))
+        self.register_buffer("code", joint.to(_code_dtype(self.direction_bits + self.radius_bits)))
+        self.register_buffer("scales", codes.scales.detach().to(torch.float16))
+        self.register_buffer("codebook", codebook.detach().float())
+        self.register_buffer("bias", None if bias is None else bias.detach().clone())
+
+    def codes(self) -> SPHCodes:
+        joint = self.code.long() & ((1 << (self.direction_bits + self.radius_bits)) - 1)
+        return SPHCodes(self.signs, joint >> self.radius_bits, joint & ((1 << self.radius_bits) - 1), self.scales)
+
+    def dequantize(self) -> torch.Tensor:
+        """The float32 weight (n_out, n_in)."""
+        c = self.codes()
+        return sph_decode(SPHCodes(c.signs, c.index, c.radius, c.scales.float()), self.codebook)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        w = self.dequantize().to(x.dtype)
+        return nn.functional.linear(x, w, None if self.bias is None else self.bias.to(x.dtype))
+
+    def bits_per_weight(self) -> float:
+        """Nominal bits per weight of the format (codebook excluded)."""
+        return sph_bits_per_weight(self.direction_bits, self.radius_bits, self.group_size)
+
+    def storage_bytes(self) -> int:
+        """Bytes actually held: signs, joint codes (in their integer dtype), scales and bias (codebook excluded)."""
+        n = sum(t.numel() * t.element_size() for t in (self.signs, self.code, self.scales))
+        if self.bias is not None:
+            n += self.bias.numel() * self.bias.element_size()
+        return int(n)
+
+    def extra_repr(self) -> str:
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, direction_bits={self.direction_bits}, "
+            f"radius_bits={self.radius_bits}, group_size={self.group_size}"
+        )
+
+
+def _fit_book(layers: Mapping[str, nn.Linear], bits: int, iters: int, max_points: int, seed: int) -> SPHCodebook:
+    """Spherical k-means on the positive directions of all the layers' 8-D vectors (a random subset)."""
+    dirs = []
+    for lin in layers.values():
+        v = lin.weight.detach().float().abs().reshape(-1, _DIM)
+        nrm = v.norm(dim=1)
+        dirs.append(v[nrm > 0] / nrm[nrm > 0].unsqueeze(1))
+    u = torch.cat(dirs)
+    g = torch.Generator().manual_seed(int(seed))
+    if u.shape[0] > max_points:
+        u = u[torch.randperm(u.shape[0], generator=g)[:max_points]]
+    return SPHCodebook.fit(u, bits, iters=iters, seed=seed)
+
+
+def sphquant_model(
+    model: nn.Module,
+    hessians: Mapping[str, torch.Tensor],
+    names: Sequence[str],
+    *,
+    direction_bits: int = 8,
+    radius_bits: int = 8,
+    group_size: int = 128,
+    finetune_steps: int = 100,
+    lr: float = 1e-2,
+    kmeans_iters: int = 15,
+    max_kmeans_points: int = 16384,
+    codebook: torch.Tensor | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Quantise the named linear layers of ``model`` in place with one shared SPHQuant codebook.
+
+    Steps: (1) spherical k-means of :math:`2^k` codes on the directions of all the layers' 8-D vectors
+    (a random subset of ``max_kmeans_points`` when there are more); (2) encode every layer
+    (:func:`sph_encode`); (3) ``finetune_steps`` Adam steps (learning rate ``lr``) on the angles and the
+    log group scales, minimising the summed relative output error under ``hessians`` with the discrete codes
+    fixed (``finetune_steps=0``: no fine-tuning); (4) replace each layer by :class:`SPHLinear`.
+    A given ``codebook`` (``2^direction_bits`` x 8 positive vectors) replaces step (1).
+
+    Returns
+    -------
+    dict
+        ``codebook`` (the :class:`SPHCodebook`), ``error_before`` / ``error_after`` (summed relative output
+        error before and after fine-tuning), ``bits_per_weight``, ``codebook_bits``.
+    """
+    direction_bits = check_int("direction_bits", direction_bits, low=1, high=16)
+    radius_bits = check_int("radius_bits", radius_bits, low=1, high=16)
+    group_size = check_int("group_size", group_size, low=_DIM)
+    finetune_steps = check_int("finetune_steps", finetune_steps, low=0)
+    check_positive("lr", lr)
+    if not names:
+        raise ValueError("names must list at least one linear layer")
+    layers = {n: model.get_submodule(n) for n in names}
+    for n, lin in layers.items():
+        if not isinstance(lin, nn.Linear):
+            raise TypeError(f"{n} is not an nn.Linear")
+        _check_shape(lin.in_features, group_size)
+        if n not in hessians:
+            raise ValueError(f"hessians has no entry for {n}")
+    if codebook is not None:
+        if codebook.shape != (2**direction_bits, _DIM):
+            raise ValueError(f"codebook must have shape ({2**direction_bits}, {_DIM}); got {tuple(codebook.shape)}")
+        book = SPHCodebook(codebook)
+    else:
+        book = _fit_book(layers, direction_bits, kmeans_iters, max_kmeans_points, seed)
+    W = {n: lin.weight.detach().float() for n, lin in layers.items()}
+    H = {n: hessians[n].float() for n in names}
+    codes = {
+        n: sph_encode(W[n], book.vectors().detach(), radius_bits=radius_bits, group_size=group_size) for n in names
+    }
+    log_s = {n: nn.Parameter(torch.log(codes[n].scales.float())) for n in names}
+
+    def total_error() -> torch.Tensor:
+        cb = book.vectors()
+        return sum(
+            output_error(W[n], sph_decode(codes[n]._replace(scales=torch.exp(log_s[n])), cb), H[n]) for n in names
+        )
+
+    with torch.no_grad():
+        before = float(total_error())
+    if finetune_steps:
+        opt = torch.optim.Adam([book.angles, *log_s.values()], lr=lr)
+        for _ in range(finetune_steps):
+            opt.zero_grad(set_to_none=True)
+            loss = total_error()
+            loss.backward()
+            opt.step()
+            book.project_()
+    with torch.no_grad():
+        after = float(total_error())
+    cb = book.vectors().detach()
+
+    def build(name: str, lin: nn.Linear) -> nn.Module:
+        c = codes[name]._replace(scales=torch.exp(log_s[name]).detach())
+        return SPHLinear(c, cb, direction_bits=direction_bits, radius_bits=radius_bits, bias=lin.bias)
+
+    replace_linears(model, build, names)
+    return {
+        "codebook": book,
+        "error_before": before,
+        "error_after": after,
+        "bits_per_weight": sph_bits_per_weight(direction_bits, radius_bits, group_size),
+        "codebook_bits": int(cb.numel() * 16),
+    }
