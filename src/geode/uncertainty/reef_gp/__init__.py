@@ -28,6 +28,18 @@ distribution, and a smaller coverage drop than the ensemble's under geometry shi
   on one random subset of the calibration points (no averaging over subsets).
 - Residuals and NLL in units of the training solutions' std; the data: -Δu = f on random star-shaped
   domains (radial Fourier perturbations), geometry shift = larger perturbations.
+
+**Quick-mode finding (3 seeds): not reproduced, seeds unstable (not reproduced, partial, not reproduced).**
+The cost holds (REEF-GP = operator + GP fit + prediction at 0.27-0.28x the ensemble's CPU time; the fit is
+~1 s against ~5.5 s per operator) and the mean is left unchanged (max change 0). The rest does not:
+test NLL -0.31 / -0.86 / +0.13 against the scaled ensemble's -0.65 / -0.27 / -0.41 (relative gaps +0.52,
+-2.24, +1.32: the relative gap is ill-conditioned where the ensemble's NLL is near 0, and both the
+conformal band and the raw-input GP pass it, so it does not discriminate); 90% coverage in distribution
+0.83 / 0.93 / 0.78 (the ensemble's 0.93 / 0.93 / 0.92); coverage drop under shift 0.22 / 0.23 / 0.22
+against the ensemble's 0.17 / 0.11 / 0.14. The strongest baseline on every seed is the GP on the raw
+inputs (the ablation without the operator's embedding: NLL -1.18 / -0.97 / -1.03), and CRPS ranks
+REEF-GP ahead of the ensemble on every seed (0.052 vs 0.062, 0.066 vs 0.084, 0.058 vs 0.067).
+Spearman(|error|, std) 0.54-0.56. The tuned projection sat on the lower edge (q = 2) in two seeds.
 """
 
 from __future__ import annotations

@@ -28,6 +28,16 @@ z-scored against the references' scores).
   log-sum-exp shift (the same numbers, no underflow for large distances).
 - We tune ``T`` and ``k`` on a validation pair (digits vs random blobs), never on a test pair, and report
   their defaults (T = 0.5, k = 10) beside.
+
+**Quick-mode finding (3 seeds): reproduced, every seed, but carried in part by a threshold that does not
+discriminate.** Mean AUROC over the six far-OOD pairs 0.977 / 0.990 / 0.999 (95% bound 0.970 >= 0.9; the
+untrained-DDPM control 0.646 / 0.932 / 0.767, bound 0.54, fails); authors' defaults 0.968 / 0.986 / 0.999.
+100 facility-location references keep 102% / 100.5% / 100% of the full-reference (1000 images) AUROC,
+but 5 references keep 100.8% / 100.6% / 99.9% too: on these pairs the retention threshold cannot fail, so
+the harness flags the verdict. The baselines are as strong or stronger: DiffPath's 6-D features 1.000,
+pixel kNN 0.998-1.000, GMM on the same 2-D features 0.979-0.999 (the pairs are easy at 16x16). Reported,
+not judged: MNIST -> Fashion-MNIST 0.994-0.999, Fashion -> MNIST 0.986-0.994, near-OOD MNIST -> flipped
+0.61-0.68. The paper's figure is 93.7% over 12 harder (CIFAR/SVHN/CelebA) pairs.
 """
 
 from __future__ import annotations
