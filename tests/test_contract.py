@@ -26,7 +26,6 @@ PRE_PROTOCOL_V2 = frozenset(
         "comparability-fusion",
         "craft",
         "fed-prior-bank",
-        "ga-srmc",
         "gae",
         "gckan",
         "inr-error",
