@@ -76,6 +76,7 @@ def test_linear_alpha_warmup_is_the_default():
     np.testing.assert_allclose(k.current_alpha(25), [0.0, 1.0])
     np.testing.assert_allclose(k.current_alpha(100), [0.0, 4.0])
     np.testing.assert_allclose(k.current_alpha(10**6), [0.0, 4.0])
+    assert SRMC(lambda x: x, lambda x: x, 0.1, 1.0, base="fisher-mala").alpha_warmup == 1000
     with pytest.raises(ValueError, match="alpha_warmup"):
         SRMC(lambda x: x, lambda x: x, 0.1, 1.0, alpha_warmup=0)
 
