@@ -30,7 +30,6 @@ PRE_PROTOCOL_V2 = frozenset(
         "gckan",
         "inr-error",
         "msa",
-        "ot-sampling-error",
         "pack3d",
         "polar-vbll",
         "residual-can",

@@ -358,11 +358,16 @@ def test_claim_thresholds_are_the_issues():
 
     c = load_claim("ot-sampling-error")
     got = {t.name: (t.metric, t.op, t.value) for t in c.thresholds}
-    assert got == {
+    assert got == {  # issue 03's values; issue 18 adds accuracy and applies debias to the seed-averaged bias
         "id": ("ot_median_rel_error", "<=", 0.15),
-        "debias": ("richardson_bias_reduction", ">=", 5.0),
+        "accuracy": ("accuracy_median_rel_error", "<=", 0.25),
+        "debias_hi": ("richardson_rel_bias", "<=", 0.2),
+        "debias_lo": ("richardson_rel_bias", ">=", -0.2),
+        "reference_exact": ("reference_median_rel_width", "<=", 0.10),
+        "bias_resolved": ("plugin_bias_z", ">=", 3.0),
     }
-    assert c.reproduced == "id and debias" and c.partial == "id or debias"
+    assert c.reproduced == "id and accuracy and debias_hi and debias_lo"
+    assert {t.agg for t in c.thresholds if t.name.startswith("debias")} == {"bound95"}
     assert "semi-dual" in c.doc
 
 
@@ -374,6 +379,10 @@ def test_claim_smoke_run():
     assert all(math.isfinite(v) for v in out.metrics.values())
     assert {"id_estimates", "sampling_error_decay", "richardson_bias"} <= set(out.figures)
     assert out.metrics["semidual_over_ot_max"] <= 1.0  # H(0) <= OT with the same fresh points
+    # the controls sit on the wrong side of their thresholds by construction (d = 2 under-, d = 20 over-corrects)
+    assert out.metrics["richardson_rel_bias_d2"] > out.metrics["richardson_rel_bias"]
+    assert out.metrics["richardson_rel_bias_ambient_d"] < out.metrics["richardson_rel_bias"]
+    assert out.metrics["ambient_median_rel_error"] > 0.15
     verdict, _checks = c.verdict(out.metrics)
     assert verdict in ("reproduced", "partial", "not reproduced")
 
