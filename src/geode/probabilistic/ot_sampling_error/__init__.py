@@ -44,11 +44,11 @@ intrinsic dimension strongly debiases Wasserstein estimates.
   ratios; the MLE with :math:`k = 20` averaged over points by inverses (MacKay & Ghahramani). They live in
   this folder until a second paper needs them.
 * **Claim protocol** (revision 2; see the claim's docstring). Uniform cubes (:math:`d = 2..12`), spheres
-  :math:`S^d`, flat tori, a bent cube and the swiss roll, rotated into :math:`\mathbb R^{20}`; the
-  accuracy of the predicted sampling error against an exact-OT sandwich (POT ``emd`` with 40 n fresh
-  points, and the semi-dual at its potentials on other fresh points); ``load_digits`` is reported
-  without ground truth (tiny jitter breaks duplicate images). Decay reference: exact OT (POT ``emd2``)
-  between :math:`m` fresh points and the :math:`n` atoms. Richardson: uniform :math:`[0,1]^6` rotated into :math:`\mathbb R^{20}`, the target the
+  :math:`S^d`, flat tori, a bent cube and the swiss roll, rotated into :math:`\mathbb R^{20}`; the accuracy of
+  the predicted sampling error against an exact-OT sandwich (POT ``emd`` with 40 n fresh points, and the
+  semi-dual at its potentials on other fresh points); ``load_digits`` is reported without ground truth (tiny
+  jitter breaks duplicate images). Decay reference: exact OT (POT ``emd2``) between :math:`m` fresh points and
+  the :math:`n` atoms. Richardson: uniform :math:`[0,1]^6` rotated into :math:`\mathbb R^{20}`, the target the
   image of an independent sample by an affine Brenier map (symmetric positive-definite linear part,
   eigenvalues 0.5..2), whose :math:`W_2^2` is known in closed form; the bias is the mean over repetitions.
 """
