@@ -384,7 +384,7 @@ def test_claim_smoke_run():
     assert out.metrics["richardson_rel_bias_ambient_d"] < out.metrics["richardson_rel_bias"]
     assert out.metrics["ambient_median_rel_error"] > 0.15
     verdict, _checks = c.verdict(out.metrics)
-    assert verdict in ("reproduced", "partial", "not reproduced")
+    assert verdict in ("reproduced", "partial", "not reproduced", "inconclusive")  # smoke: 3 repetitions
 
 
 @pytest.mark.parametrize("d", [3, 5])
