@@ -250,3 +250,18 @@ def test_one_bit_svf_paper_variant_orders_by_a_proxy_volume_of_the_output_class(
     w = synthetic_workload("azure-conv", 200, load=0.9, kv_slots=30_000, seed=1)
     r = simulate(w, OneBitSVF(variant="paper"), 30_000)
     assert np.all(np.isfinite(r.latency))
+
+
+def test_adversarial_batch_ratio_climbs_and_reports_a_consistent_instance():
+    from geode.inference import adversarial_batch_ratio, optimal_batch_cost
+
+    r, inst = adversarial_batch_ratio(FCFS(), n=4, iters=24, restarts=2, max_len=5, seed=0)
+    s, o, m = inst["prompt"], inst["output"], inst["kv_slots"]
+    opt, _ = optimal_batch_cost(s, o, m)
+    cost = simulate(Workload(np.zeros(4), s, o), FCFS(), m, cost=UNIT).finish.sum()
+    assert r == pytest.approx(cost / opt) and inst["opt"] == pytest.approx(opt)
+    assert r > 1.0  # FCFS is not optimal on adversarial batches (a long job first delays the others)
+    r1, _ = adversarial_batch_ratio(FCFS(), n=4, iters=2, restarts=1, max_len=5, seed=0)
+    assert r >= 1.0 and r1 >= 1.0
+    with pytest.raises(ValueError, match="n must"):
+        adversarial_batch_ratio(FCFS(), n=0)

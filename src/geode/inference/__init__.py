@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 from geode.inference import svf as _svf
-from geode.inference.bounds import batch_lower_bound, optimal_batch_cost
+from geode.inference.bounds import adversarial_batch_ratio, batch_lower_bound, optimal_batch_cost
 from geode.inference.serving import FCFS, SJF, CostModel, Policy, SimResult, Workload, simulate, volume
 from geode.inference.svf import *  # noqa: F403
 from geode.inference.workloads import (
@@ -31,6 +31,7 @@ __all__ = [
     "Policy",
     "SimResult",
     "Workload",
+    "adversarial_batch_ratio",
     "arrival_times",
     "batch_lower_bound",
     "load_trace",
