@@ -265,3 +265,19 @@ def test_adversarial_batch_ratio_climbs_and_reports_a_consistent_instance():
     assert r >= 1.0 and r1 >= 1.0
     with pytest.raises(ValueError, match="n must"):
         adversarial_batch_ratio(FCFS(), n=0)
+
+
+def test_measured_capacity_closed_form_and_below_the_memory_bound():
+    from geode.inference import measured_capacity
+    from geode.inference.workloads import expected_volume, sample_lengths
+
+    # n one-token requests with empty prompts, M slots, unit steps: M of them finish every step
+    n, m = 4000, 50
+    cap = measured_capacity(np.zeros(n, int), np.ones(n, int), m, cost=UNIT)
+    assert cap == pytest.approx(m, rel=1e-9)
+    # the claim's server: measured capacity is below the slot-step bound M / E[V] (prefill, reserved memory)
+    s, o = sample_lengths("azure-conv", 3000, np.random.default_rng(0))
+    cap = measured_capacity(s, o, 30_000)
+    assert 0.5 * 30_000 / expected_volume("azure-conv") < cap < 30_000 / expected_volume("azure-conv")
+    with pytest.raises(ValueError, match="trim"):
+        measured_capacity(s, o, 30_000, trim=0.5)
