@@ -51,6 +51,17 @@ intrinsic dimension strongly debiases Wasserstein estimates.
   the :math:`n` atoms. Richardson: uniform :math:`[0,1]^6` rotated into :math:`\mathbb R^{20}`, the target the
   image of an independent sample by an affine Brenier map (symmetric positive-definite linear part,
   eigenvalues 0.5..2), whose :math:`W_2^2` is known in closed form; the bias is the mean over repetitions.
+
+**Quick-mode finding** (claim revision 2, seeds 0-2): *partial*, per seed reproduced / reproduced / partial.
+The ID (median relative error 3.4%, 3.2%, 4.5%; TwoNN 3.2%, 1.8%, 3.6%; d = 12 read as 9.8-10.0) and the
+accuracy of the predicted sampling error (median relative error 10%, 14%, 8% over d = 3..8, always an
+under-estimate; d <= 2: 40-72%; d = 12: 4-8%; the two-sample control 25-30%) pass. The seed-averaged
+Richardson bias is -0.10 of the plug-in bias (per seed -0.05, -0.02, -0.23; lower 95% bound -0.29): it
+over-corrects, beyond the 1/5 bound on the lower side; with the true d = 6 it over-corrects more (-0.19 to
+-0.41), so the ID estimate's downward bias (5.3) helps. The calibrated Sinkhorn epsilon does not improve
+the plug-in cost here (absolute error 0.15-0.28 against 0.13-0.18 exact; epsilon / 10 matches the exact
+plug-in, epsilon x 10 is 0.83-0.96). Revision 1 (seed 0): *reproduced*, 35x bias reduction on 20
+repetitions.
 """
 
 from __future__ import annotations
