@@ -213,3 +213,71 @@ def test_claim_smoke_run():
     assert out.metrics["svf_cr_batch"] >= 1.0 and out.metrics["svf_cr_vs_opt_small"] >= 1.0
     verdict, _checks = c.verdict(out.metrics)
     assert verdict in ("reproduced", "partial", "not reproduced")
+
+
+def test_svf_aging_interpolates_between_svf_and_fcfs():
+    # issue 18: anti-starvation. The static key V + c a is the order of V - c (t - a) at every time t.
+    w = synthetic_workload("azure-conv", 300, load=1.1, kv_slots=30_000, seed=4)
+    m = 30_000
+    svf = simulate(w, SVF(), m).finish
+    np.testing.assert_array_equal(simulate(w, SVF(aging=0.0), m).finish, svf)
+    np.testing.assert_array_equal(simulate(w, SVF(aging=1e12), m).finish, simulate(w, FCFS(), m).finish)
+    s, o, a = np.array([5, 0]), np.array([10, 2]), np.array([0.0, 100.0])
+    # request 0 (V = 105) waited 100 longer than request 1 (V = 3): with c = 2 it goes first (105 < 3 + 200)
+    assert SVF(aging=2.0).priority(s, o, a).tolist() == [105.0, 203.0]
+    assert SVF(aging=0.5).priority(s, o, a)[1] < SVF(aging=0.5).priority(s, o, a)[0]
+    lat = {c: simulate(w, SVF(aging=c), m).latency for c in (0.0, 50.0)}
+    assert lat[50.0].max() <= lat[0.0].max()  # aging shortens the longest wait here
+    with pytest.raises(ValueError, match="aging"):
+        SVF(aging=-1.0)
+    with pytest.raises(ValueError, match="aging SVF needs arrival"):
+        vllm_priority(SVF(aging=1.0), [1], [1])
+
+
+def test_one_bit_svf_paper_variant_orders_by_a_proxy_volume_of_the_output_class():
+    s, o = np.array([100, 0, 0, 50]), np.array([2, 3, 40, 50])
+    p = OneBitSVF(threshold=10, variant="paper")
+    np.testing.assert_array_equal(p.bits(s, o), [0, 0, 1, 1])
+    # short class: median output round(2.5) = 2 (banker's) -> proxy volumes 100*2+3 and 0*2+3; long: 45
+    o_s, o_l = int(round(2.5)), 45
+    want = [100 * o_s + o_s * (o_s + 1) / 2, o_s * (o_s + 1) / 2, o_l * (o_l + 1) / 2, 50 * o_l + o_l * (o_l + 1) / 2]
+    np.testing.assert_allclose(p.priority(s, o, np.zeros(4)), want)
+    # a long prompt in the short class can rank behind a long output: the proxy keeps the prompt
+    assert p.priority(s, o, np.zeros(4))[0] > p.priority(s, o, np.zeros(4))[1]
+    assert vllm_priority(p, s, o) == [int(v) for v in want]
+    with pytest.raises(ValueError, match="variant"):
+        OneBitSVF(variant="bits")
+    w = synthetic_workload("azure-conv", 200, load=0.9, kv_slots=30_000, seed=1)
+    r = simulate(w, OneBitSVF(variant="paper"), 30_000)
+    assert np.all(np.isfinite(r.latency))
+
+
+def test_adversarial_batch_ratio_climbs_and_reports_a_consistent_instance():
+    from geode.inference import adversarial_batch_ratio, optimal_batch_cost
+
+    r, inst = adversarial_batch_ratio(FCFS(), n=4, iters=24, restarts=2, max_len=5, seed=0)
+    s, o, m = inst["prompt"], inst["output"], inst["kv_slots"]
+    opt, _ = optimal_batch_cost(s, o, m)
+    cost = simulate(Workload(np.zeros(4), s, o), FCFS(), m, cost=UNIT).finish.sum()
+    assert r == pytest.approx(cost / opt) and inst["opt"] == pytest.approx(opt)
+    assert r > 1.0  # FCFS is not optimal on adversarial batches (a long job first delays the others)
+    r1, _ = adversarial_batch_ratio(FCFS(), n=4, iters=2, restarts=1, max_len=5, seed=0)
+    assert r >= 1.0 and r1 >= 1.0
+    with pytest.raises(ValueError, match="n must"):
+        adversarial_batch_ratio(FCFS(), n=0)
+
+
+def test_measured_capacity_closed_form_and_below_the_memory_bound():
+    from geode.inference import measured_capacity
+    from geode.inference.workloads import expected_volume, sample_lengths
+
+    # n one-token requests with empty prompts, M slots, unit steps: M of them finish every step
+    n, m = 4000, 50
+    cap = measured_capacity(np.zeros(n, int), np.ones(n, int), m, cost=UNIT)
+    assert cap == pytest.approx(m, rel=1e-9)
+    # the claim's server: measured capacity is below the slot-step bound M / E[V] (prefill, reserved memory)
+    s, o = sample_lengths("azure-conv", 3000, np.random.default_rng(0))
+    cap = measured_capacity(s, o, 30_000)
+    assert 0.5 * 30_000 / expected_volume("azure-conv") < cap < 30_000 / expected_volume("azure-conv")
+    with pytest.raises(ValueError, match="trim"):
+        measured_capacity(s, o, 30_000, trim=0.5)

@@ -13,7 +13,7 @@ def test_with_theta_frozen_the_kernel_leaves_the_tilted_gaussian_invariant():
     # pi = N(0, 1), theta fixed: pi_theta ∝ exp(-x^2/2 - alpha theta s(x)) = exp(-x^2/2 + alpha theta x),
     # i.e. N(alpha theta, 1)
     alpha, theta, n = 1.5, 0.8, 100_000
-    k = SRMC(lambda x: -0.5 * np.sum(x * x, -1), lambda x: -x, 0.6, alpha, theta_step=0.0)
+    k = SRMC(lambda x: -0.5 * np.sum(x * x, -1), lambda x: -x, 0.6, alpha, theta_step=0.0, alpha_schedule="constant")
     rng = np.random.default_rng(0)
     x0 = alpha * theta + rng.standard_normal((n, 1))
     state = k.init(x0, theta=np.full((n, 1), theta))
@@ -67,7 +67,18 @@ def test_rational_alpha_schedule():
     k = SRMC(lambda x: -0.5 * np.sum(x * x, -1), lambda x: -x, 0.1, [0.0, 2.0], alpha_schedule="rational", alpha_c=10)
     np.testing.assert_allclose(k.current_alpha(5), [0.0, 5 / (10 + 5 / 2)])
     assert k.current_alpha(10**9)[1] == pytest.approx(2.0, rel=1e-6)
-    assert SRMC(lambda x: x, lambda x: x, 0.1, 3.0).current_alpha(7) == 3.0
+    assert SRMC(lambda x: x, lambda x: x, 0.1, 3.0, alpha_schedule="constant").current_alpha(7) == 3.0
+
+
+def test_linear_alpha_warmup_is_the_default():
+    k = SRMC(lambda x: x, lambda x: x, 0.1, [0.0, 4.0])
+    assert k.alpha_schedule == "linear" and k.alpha_warmup == 100
+    np.testing.assert_allclose(k.current_alpha(25), [0.0, 1.0])
+    np.testing.assert_allclose(k.current_alpha(100), [0.0, 4.0])
+    np.testing.assert_allclose(k.current_alpha(10**6), [0.0, 4.0])
+    assert SRMC(lambda x: x, lambda x: x, 0.1, 1.0, base="fisher-mala").alpha_warmup == 1000
+    with pytest.raises(ValueError, match="alpha_warmup"):
+        SRMC(lambda x: x, lambda x: x, 0.1, 1.0, alpha_warmup=0)
 
 
 def test_repellence_lowers_the_mse_of_the_mean_on_an_isotropic_gaussian():

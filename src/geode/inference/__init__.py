@@ -11,13 +11,14 @@
 from __future__ import annotations
 
 from geode.inference import svf as _svf
-from geode.inference.bounds import batch_lower_bound, optimal_batch_cost
+from geode.inference.bounds import adversarial_batch_ratio, batch_lower_bound, optimal_batch_cost
 from geode.inference.serving import FCFS, SJF, CostModel, Policy, SimResult, Workload, simulate, volume
 from geode.inference.svf import *  # noqa: F403
 from geode.inference.workloads import (
     TRACES,
     arrival_times,
     load_trace,
+    measured_capacity,
     predict_output_lengths,
     rate_for_load,
     synthetic_workload,
@@ -31,9 +32,11 @@ __all__ = [
     "Policy",
     "SimResult",
     "Workload",
+    "adversarial_batch_ratio",
     "arrival_times",
     "batch_lower_bound",
     "load_trace",
+    "measured_capacity",
     "optimal_batch_cost",
     "predict_output_lengths",
     "rate_for_load",

@@ -16,7 +16,7 @@ import numpy as np
 from geode.core.validation import check_int, check_real
 from geode.inference.serving import as_lengths
 
-__all__ = ["batch_lower_bound", "optimal_batch_cost"]
+__all__ = ["adversarial_batch_ratio", "batch_lower_bound", "optimal_batch_cost"]
 
 
 def _instance(prompt: Any, output: Any, kv_slots: Any) -> tuple[np.ndarray, np.ndarray, int]:
@@ -152,3 +152,85 @@ def optimal_batch_cost(
     starts = np.zeros(n, np.int64)
     starts[vi[x]] = vt[x]
     return float(np.sum(starts + o)), starts
+
+
+def adversarial_batch_ratio(
+    policy: Any,
+    n: int = 5,
+    *,
+    iters: int = 200,
+    restarts: int = 4,
+    max_len: int = 8,
+    seed: int | np.random.Generator | None = 0,
+) -> tuple[float, dict[str, Any]]:
+    """Search small batch instances for a large ratio of ``policy``'s total completion time to the optimum.
+
+    Random instances cannot test a worst-case bound (issue 18: FCFS passed "CR <= 5" on them too). This
+    hill-climbs over instances of ``n`` requests with prompt lengths in ``[0, max_len]``, output lengths in
+    ``[1, max_len]`` and a cache :math:`M` in ``[max(s + o), max(s + o) + max_len]``: each step changes one
+    length (or :math:`M`) by a small random amount and keeps the change when the ratio
+    :math:`\\sum_i C_i^{\\mathrm{policy}} / \\mathrm{OPT}` does not decrease (unit-time steps, batch arrival at
+    time 0, OPT by :func:`optimal_batch_cost`); ``restarts`` independent climbs share the ``iters`` budget.
+    The result is a lower bound on the policy's competitive ratio on such instances, not the ratio itself.
+
+    Parameters
+    ----------
+    policy : Policy
+        A scheduling policy of :mod:`geode.inference.serving` (FCFS, SJF, SVF, ...).
+    n : int
+        Requests per instance (the integer program grows as :math:`n \\sum_i o_i`; keep it <= 8).
+    iters : int
+        Evaluations in all (each solves one small integer program).
+    restarts : int
+        Independent climbs.
+    max_len : int
+        Largest prompt and output length.
+    seed : int, numpy Generator or None
+        Randomness of the starts and the moves.
+
+    Returns
+    -------
+    ratio : float
+        The largest ratio found.
+    instance : dict
+        ``prompt``, ``output`` (int arrays), ``kv_slots``, ``policy_cost`` and ``opt``.
+    """
+    from geode.core import as_generator
+    from geode.inference.serving import CostModel, Workload, simulate
+
+    n = check_int("n", n, low=1, high=12)
+    iters = check_int("iters", iters, low=1)
+    restarts = check_int("restarts", restarts, low=1)
+    max_len = check_int("max_len", max_len, low=1)
+    rng = as_generator(seed)
+    unit = CostModel.unit()
+
+    def ratio(s: np.ndarray, o: np.ndarray, m: int) -> tuple[float, float, float]:
+        opt, _ = optimal_batch_cost(s, o, m)
+        cost = float(simulate(Workload(np.zeros(n), s, o), policy, m, cost=unit).finish.sum())
+        return cost / opt, cost, opt
+
+    best: tuple[float, dict[str, Any]] = (0.0, {})
+    per = max(1, iters // restarts)
+    for _ in range(restarts):
+        s = rng.integers(0, max_len + 1, n)
+        o = rng.integers(1, max_len + 1, n)
+        extra = int(rng.integers(0, max_len + 1))
+        r, c, opt = ratio(s, o, int((s + o).max()) + extra)
+        for _ in range(per - 1):
+            s2, o2, extra2 = s.copy(), o.copy(), extra
+            what = int(rng.integers(0, 2 * n + 1))
+            step = int(rng.choice([-3, -2, -1, 1, 2, 3]))
+            if what < n:
+                s2[what] = int(np.clip(s2[what] + step, 0, max_len))
+            elif what < 2 * n:
+                o2[what - n] = int(np.clip(o2[what - n] + step, 1, max_len))
+            else:
+                extra2 = int(np.clip(extra2 + step, 0, max_len))
+            r2, c2, opt2 = ratio(s2, o2, int((s2 + o2).max()) + extra2)
+            if r2 >= r:
+                s, o, extra, r, c, opt = s2, o2, extra2, r2, c2, opt2
+        if r > best[0]:
+            m = int((s + o).max()) + extra
+            best = (r, {"prompt": s, "output": o, "kv_slots": m, "policy_cost": c, "opt": opt})
+    return best

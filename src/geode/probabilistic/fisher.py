@@ -20,6 +20,17 @@ trace-normalised :math:`A_n` (``metric``) has :math:`\operatorname{tr} A_n = d` 
 rank-k update, one Cholesky factorisation and one triangular inverse: :math:`O(d^3)` every d steps, i.e.
 amortised :math:`O(d^2)` per step, like a Sherman-Morrison update, but in level-3 BLAS. Between
 refreshes :math:`A_n` and :math:`R_n` stay fixed (the sampler is Markov between refreshes).
+
+**Warm-up and outliers** (issue 18: without them a transient excursion of a FisherMALA-based
+score-repellent chain fed its huge scores into :math:`F_n`, shrank the preconditioner in that direction to
+1e-5..1e-14 and the chain never came back: GA-FisherMALA diverged in 20 of 20 chains on
+:math:`\mathcal N(0, I_{10})` at :math:`\alpha = 5`). ``warmup``: :math:`F_n` accumulates from the start, but
+:math:`A_n = I` until ``warmup`` increments were received (the samplers' default ``10 d``; the research
+notes: "warm up :math:`\widehat S` before switching M on"). ``clip``: after the warm-up an increment whose
+Mahalanobis norm under the last refresh's estimate, :math:`\sqrt{(n+1)\, u^\top F^{-1} u}`, exceeds
+``clip`` :math:`\sqrt d` is shrunk to that norm (winsorised; the samplers' default 5, i.e. 25 d against
+the :math:`\mathbb{E}\, u^\top S^{-1} u = d` of a draw from the target), so one outlier moves
+:math:`\widehat S_n` by a bounded amount. Both are our choices.
 """
 
 from __future__ import annotations
@@ -81,6 +92,12 @@ class OnlineFisher:
         :math:`s s^\top`; it keeps :math:`F_n` invertible while :math:`n < d`.
     refresh_every : int, optional
         Fold the buffered increments in every this many updates (default: the dimension d).
+    warmup : int or None
+        Increments received before :math:`A_n` leaves the identity (default 0 here; None means ``10 d``,
+        the default of the samplers).
+    clip : float or None
+        Winsorise each increment after the warm-up at Mahalanobis norm ``clip`` :math:`\sqrt d` under the
+        current estimate (default None: off here; the samplers use 5).
 
     Examples
     --------
@@ -91,9 +108,22 @@ class OnlineFisher:
            [0.   , 1.818]])
     """
 
-    def __init__(self, damping: float = 1.0, refresh_every: int | None = None) -> None:
+    def __init__(
+        self,
+        damping: float = 1.0,
+        refresh_every: int | None = None,
+        *,
+        warmup: int | None = 0,
+        clip: float | None = None,
+    ) -> None:
         self.damping = check_positive("damping", damping)
         self.refresh_every = None if refresh_every is None else check_int("refresh_every", refresh_every, low=1)
+        self.warmup = None if warmup is None else check_int("warmup", warmup, low=0)
+        self.clip = None if clip is None else check_positive("clip", clip)
+
+    def warmup_steps(self, dim: int) -> int:
+        """Increments received before :math:`A_n` leaves the identity (``warmup``, or ``10 d`` when None)."""
+        return 10 * dim if self.warmup is None else self.warmup
 
     def init(self, dim: int, batch_shape: tuple[int, ...] = ()) -> FisherEstimate:
         """:math:`F_0 = \\lambda I` (so :math:`A_0 = I`) for ``batch_shape`` chains of dimension ``dim``."""
@@ -109,7 +139,22 @@ class OnlineFisher:
         )
 
     def update(self, est: FisherEstimate, u: np.ndarray) -> FisherEstimate:
-        """Add the increment ``u`` (shape (..., d)); refresh :math:`R, c, A` every ``refresh_every`` updates."""
+        r"""Add the increment ``u`` (shape (..., d)); refresh :math:`R, c, A` every ``refresh_every`` updates.
+
+        With ``clip``, an increment whose Mahalanobis norm under the estimate of the last refresh exceeds
+        ``clip`` :math:`\sqrt d` is shrunk to that norm first (after the warm-up; see the class docstring).
+        """
+        u = np.asarray(u, dtype=float)
+        d = est.scatter.shape[-1]
+        if self.clip is not None and est.count >= self.warmup_steps(d) and est.count > 0:
+            # |u|^2_{S^-1} = (n+1) |R^T u|^2 with R R^T = F^{-1} and S = F / (n + 1) at the last refresh
+            n_ref = est.count - len(est.pending)
+            w = np.matmul(u[..., None, :], est.factor)[..., 0, :]
+            with np.errstate(over="ignore", invalid="ignore"):
+                m2 = (n_ref + 1) * np.sum(w * w, axis=-1)
+                bound = self.clip**2 * d
+                shrink = np.where(m2 > bound, np.sqrt(bound / np.where(m2 > bound, m2, 1.0)), 1.0)
+            u = u * (shrink if np.ndim(shrink) == 0 else shrink[..., None])
         pending = (*est.pending, u)
         every = self.refresh_every if self.refresh_every is not None else est.scatter.shape[-1]
         if len(pending) < every:
@@ -138,6 +183,11 @@ class OnlineFisher:
         d = F.shape[-1]
         scale = d / trace
         metric = scale[..., None, None] * Finv
+        if est.count < self.warmup_steps(d):  # warm-up: F accumulates, the metric stays at the identity
+            eye = np.broadcast_to(np.eye(d), F.shape).copy()
+            return FisherEstimate(F, (), est.count, R, scale, metric)._replace(
+                factor=eye / np.sqrt(self.damping), scale=np.full(F.shape[:-2], self.damping), metric=eye
+            )
         return FisherEstimate(F, (), est.count, R, scale, metric)
 
 

@@ -283,6 +283,11 @@ class FisherMALA:
         :math:`a^\star \in (0, 1)`, default 0.574 (optimal for MALA).
     adapt_step_size : bool
         Adapt :math:`\tau_n` (default True); with False, :math:`\tau_n = \tau_0`.
+    fisher_warmup : int or None
+        Steps before the preconditioner leaves :math:`A = I` (default None: ``10 d``).
+    fisher_clip : float or None
+        Winsorise score increments at Mahalanobis norm ``fisher_clip`` :math:`\sqrt d` (default 5; None: off).
+        See :mod:`geode.probabilistic.fisher`.
     """
 
     def __init__(
@@ -295,11 +300,13 @@ class FisherMALA:
         refresh_every: int | None = None,
         target_accept: float = 0.574,
         adapt_step_size: bool = True,
+        fisher_warmup: int | None = None,
+        fisher_clip: float | None = 5.0,
     ) -> None:
         self.log_prob = _check_callable("log_prob", log_prob)
         self.grad_log_prob = _check_callable("grad_log_prob", grad_log_prob)
         self.step_size = check_positive("step_size", step_size)
-        self.estimator = OnlineFisher(damping, refresh_every)
+        self.estimator = OnlineFisher(damping, refresh_every, warmup=fisher_warmup, clip=fisher_clip)
         self.target_accept = check_probability("target_accept", target_accept, open_interval=True)
         self.adapt_step_size = bool(adapt_step_size)
 

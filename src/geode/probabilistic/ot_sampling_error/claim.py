@@ -1,4 +1,31 @@
-"""The paper's claims: solver-free ID estimates within 15% on manifolds, and Richardson removing >= 5x of the bias."""
+r"""The paper's claims: solver-free ID estimates within 15% on manifolds, an accurate solver-free estimate of
+OT(rho, rho_n), and Richardson removing >= 5x of the bias.
+
+**Revision 2 (issue 18).**
+
+- *Accuracy* (new threshold, fixed by the issue): the estimator's prediction (leave-one-out :math:`H(0)` of
+  the n atoms, the component's new default) against an exact reference of :math:`\mathrm{OT}(\rho, \hat\rho_n)`,
+  relative error <= 25% (median over manifolds of intrinsic dimension 3..8) for ``reproduced``; d <= 2
+  (where :math:`H(0)` is a loose lower bound) and d = 12 are reported beside it. POT's semi-discrete solver
+  (``ot/semidiscrete.py``) is not in the POT release we pin (0.9.7), so the reference is a *sandwich*: the
+  discrete OT between m = 40 n fresh points and the atoms (POT ``emd``; its expectation is >= the
+  semi-discrete value, being a maximum of the empirical semi-dual) and the semi-dual at that solution's
+  atom potentials evaluated on m other fresh points (an unbiased value of :math:`H(g) \le \mathrm{OT}`);
+  the reference is the midpoint, and a floor requires the sandwich to be narrow (median width <= 10%).
+  Control: the naive solver-based estimate, exact OT between the sample and an independent n-sample.
+- *Debias*: the bias is now the mean over 60 repetitions per seed, 3 seeds; the threshold is applied to
+  the Richardson bias relative to the plug-in bias, :math:`r = b_{\mathrm{RE}}/|b_{\mathrm{plug}}|`, on its
+  one-sided 95% bounds over seeds (``bound95``: :math:`\bar r \le 0.2` and :math:`\bar r \ge -0.2`, i.e. the
+  seed-averaged bias reduced >= 5x; averaging the biases, then the ratio). Controls: Richardson with d = 2
+  (too little correction: the same half-sample gap read as a fast decay) and with the ambient dimension 20
+  (too much). **Old verdict** (revision 1,
+  seed 0): *reproduced* with a 35x reduction on 20 repetitions; seeds 1-3 gave 6.4x, 3.3x, 12.3x (audit).
+- *ID*: the suite now holds d = 12 and curved manifolds (flat tori in :math:`\mathbb R^{2k}`, a cube bent by
+  a smooth map); the 15% threshold holds in 2 of 3 seeds; control: the ambient dimension as the estimate.
+- The Sinkhorn calibration :math:`\varepsilon = \widehat E_n` is evaluated (reported): the error of the
+  Sinkhorn transport cost against the closed form at the calibrated and at 10x smaller / larger
+  :math:`\varepsilon`.
+"""
 
 from __future__ import annotations
 
@@ -8,42 +35,79 @@ import numpy as np
 
 from geode.claims import Outcome, Threshold, register
 from geode.probabilistic.ot_sampling_error.baselines import mle_dimension, twonn_dimension
-from geode.probabilistic.ot_sampling_error.estimators import intrinsic_dimension, sampling_error
+from geode.probabilistic.ot_sampling_error.estimators import (
+    calibrate_sinkhorn_eps,
+    intrinsic_dimension,
+    sampling_error,
+)
 from geode.probabilistic.ot_sampling_error.richardson import richardson_wasserstein, wasserstein_pp
 
 AMBIENT = 20  # ambient dimension of the synthetic manifolds
 RICHARDSON_D = 6  # d_int of the Richardson experiment (fixed by the issue)
 RICHARDSON_N = 1000  # n of the Richardson experiment (fixed by the issue)
 
-# (kind, intrinsic dimension): uniform cubes and spheres S^d, and the swiss roll, all embedded in R^20
+# (kind, intrinsic dimension): uniform cubes, spheres S^d, flat tori T^d in R^(2d), a bent cube and the swiss
+# roll, all embedded in R^20
 SUITE: tuple[tuple[str, int], ...] = (
     ("cube", 2),
     ("cube", 4),
     ("cube", 6),
     ("cube", 8),
+    ("cube", 12),
     ("sphere", 2),
     ("sphere", 4),
     ("sphere", 6),
     ("sphere", 8),
+    ("torus", 3),
+    ("torus", 6),
+    ("bent", 5),
     ("swissroll", 2),
+)
+# the accuracy suite: intrinsic dimension 3..8 (thresholded), <= 2 and 12 (reported)
+ACCURACY_SUITE: tuple[tuple[str, int], ...] = (
+    ("cube", 3),
+    ("cube", 4),
+    ("cube", 6),
+    ("cube", 8),
+    ("sphere", 3),
+    ("sphere", 5),
+    ("torus", 3),
+    ("torus", 4),
+    ("bent", 5),
+    ("cube", 1),
+    ("cube", 2),
+    ("swissroll", 2),
+    ("cube", 12),
 )
 
 _SIZES: dict[str, dict[str, Any]] = {
     # id_n: points per manifold; decay: (dims, atom sizes, fresh points m, repetitions);
     # rich: (n, repetitions, bags)
     # digits: whether to run the (informative) load_digits row, which imports scikit-learn
-    "smoke": {"id_n": 500, "decay": ((3,), (25, 50, 100), 600, 1), "rich": (200, 2, 2), "digits": False},
+    # acc: (atoms n, fresh points per atom, repetitions); sink: (n, repetitions)
+    "smoke": {
+        "id_n": 500,
+        "decay": ((3,), (25, 50, 100), 600, 1),
+        "rich": (200, 3, 2),
+        "digits": False,
+        "acc": (30, 10, 1),
+        "sink": (100, 1),
+    },
     "quick": {
         "id_n": 4000,
-        "decay": ((3, 5), (25, 50, 100, 200, 400), 4000, 3),
-        "rich": (RICHARDSON_N, 20, 8),
+        "decay": ((3, 5), (25, 50, 100, 200, 400), 4000, 2),
+        "rich": (RICHARDSON_N, 60, 8),
         "digits": True,
+        "acc": (100, 40, 2),
+        "sink": (500, 2),
     },
     "full": {
         "id_n": 16000,
         "decay": ((3, 5), (25, 50, 100, 200, 400, 800), 8000, 5),
-        "rich": (RICHARDSON_N, 60, 8),
+        "rich": (RICHARDSON_N, 200, 8),
         "digits": True,
+        "acc": (200, 50, 5),
+        "sink": (1000, 5),
     },
 }
 
@@ -61,6 +125,12 @@ def _manifold(kind: str, d: int, n: int, rng: np.random.Generator) -> np.ndarray
     elif kind == "sphere":
         G = rng.standard_normal((n, d + 1))
         Z = G / np.linalg.norm(G, axis=1, keepdims=True)
+    elif kind == "torus":  # flat torus T^d: d circles of radius 1/(2 pi), extrinsically curved
+        a = 2 * np.pi * rng.random((n, d))
+        Z = np.concatenate([np.cos(a), np.sin(a)], axis=1) / (2 * np.pi)
+    elif kind == "bent":  # the unit cube bent by a smooth map into d + 3 coordinates
+        U = rng.random((n, d))
+        Z = np.column_stack([U, np.sin(np.pi * U[:, 0]) * U[:, 1], np.cos(np.pi * U[:, 1]), U[:, 2] ** 2])
     elif kind == "swissroll":  # scikit-learn's make_swiss_roll parametrisation, without the import
         t = 1.5 * np.pi * (1.0 + 2.0 * rng.random(n))
         Z = np.column_stack([t * np.cos(t), 21.0 * rng.random(n), t * np.sin(t)])
@@ -85,6 +155,7 @@ def _id_suite(n: int, rng: np.random.Generator, seed: int) -> tuple[list[dict[st
             | {f"{k}_d": round(float(v), 3) for k, v in est.items()}
         )
     metrics = {f"{k}_median_rel_error": float(np.median(v)) for k, v in rel.items()}
+    metrics["ambient_median_rel_error"] = float(np.median([abs(AMBIENT - d) / d for _, d in SUITE]))
     metrics |= {f"{k}_max_rel_error": float(np.max(v)) for k, v in rel.items()}
     metrics |= {f"ot_d_{kind}{d}": float(r["ot_d"]) for (kind, d), r in zip(SUITE, rows)}
     return rows, metrics
@@ -137,6 +208,79 @@ def _decay(size: tuple, rng: np.random.Generator) -> tuple[list[dict[str, Any]],
     return rows, metrics, {"ns": ns, "curves": curves}
 
 
+def _accuracy(size: tuple, rng: np.random.Generator) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    """Predicted sampling error (LOO H(0) of the atoms) against a sandwiched exact OT(rho, rho_n)."""
+    import ot
+
+    n, per_atom, reps = size
+    m = per_atom * n
+    rows, rel, rel_ctrl, width = [], {}, {}, {}
+    for kind, d in ACCURACY_SUITE:
+        est, lo, up, two = [], [], [], []
+        for _ in range(reps):
+            Z = _manifold(kind, d, 2 * n + 2 * m, rng)  # one draw (one embedding), split four ways
+            atoms, other, fit, held = Z[:n], Z[n : 2 * n], Z[2 * n : 2 * n + m], Z[2 * n + m :]
+            est.append(sampling_error(atoms, p=2))
+            M = ot.dist(fit, atoms)  # squared Euclidean
+            G, log = ot.emd(np.full(m, 1 / m), np.full(n, 1 / n), M, log=True, numItermax=10**7)
+            val = float(np.sum(G * M))
+            g = np.asarray(log["v"])
+            held_c = ot.dist(held, atoms) - g[None, :]
+            lo.append(float(held_c.min(axis=1).mean() + g.mean()))
+            up.append(float(val))
+            two.append(float(wasserstein_pp(other, atoms, p=2)))
+        ref = 0.5 * (np.mean(lo) + np.mean(up))
+        key = f"{kind}{d}"
+        rel[key] = float(np.mean(est) / ref - 1.0)
+        rel_ctrl[key] = float(np.mean(two) / ref - 1.0)
+        width[key] = float((np.mean(up) - np.mean(lo)) / ref)
+        rows.append(
+            {"experiment": "accuracy", "data": f"{kind} d={d} in R^{AMBIENT}", "n": n, "fresh_m": m}
+            | {"predicted_loo_H0": round(float(np.mean(est)), 6), "reference_OT": round(float(ref), 6)}
+            | {"reference_lower": round(float(np.mean(lo)), 6), "reference_upper": round(float(np.mean(up)), 6)}
+            | {"rel_error": round(rel[key], 4), "two_sample_rel_error": round(rel_ctrl[key], 4)}
+        )
+    mid = [f"{k}{d}" for k, d in ACCURACY_SUITE if 3 <= d <= 8]
+    low = [f"{k}{d}" for k, d in ACCURACY_SUITE if d <= 2]
+    metrics = {
+        "accuracy_median_rel_error": float(np.median([abs(rel[k]) for k in mid])),
+        "accuracy_median_signed_rel_error": float(np.median([rel[k] for k in mid])),
+        "accuracy_max_rel_error": float(np.max([abs(rel[k]) for k in mid])),
+        "accuracy_low_d_median_rel_error": float(np.median([abs(rel[k]) for k in low])),
+        "accuracy_d12_rel_error": float(abs(rel["cube12"])),
+        "two_sample_median_rel_error": float(np.median([abs(rel_ctrl[k]) for k in mid])),
+        "reference_median_rel_width": float(np.median([width[k] for k in mid])),
+    }
+    metrics |= {f"accuracy_rel_error_{k}": v for k, v in rel.items()}
+    return rows, metrics
+
+
+def _sinkhorn(size: tuple, rng: np.random.Generator) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    """The calibrated Sinkhorn epsilon against 10x smaller and larger ones: error of the cost vs the closed form."""
+    n, reps = size
+    U, S, c, w_true = _affine_truth(RICHARDSON_D, rng)
+    err: dict[str, list[float]] = {"exact": [], "calibrated": [], "calibrated/10": [], "calibrated*10": []}
+    eps_used = []
+    for _ in range(reps):
+        X, Y = rng.random((n, RICHARDSON_D)) @ U, (rng.random((n, RICHARDSON_D)) @ S + c) @ U
+        eps = calibrate_sinkhorn_eps(X, p=2)
+        eps_used.append(eps)
+        err["exact"].append(wasserstein_pp(X, Y, p=2) - w_true)
+        for name, e in (("calibrated", eps), ("calibrated/10", eps / 10), ("calibrated*10", eps * 10)):
+            err[name].append(wasserstein_pp(X, Y, p=2, reg=e) - w_true)
+    metrics = {
+        f"sinkhorn_abs_error_{k.replace('/', '_over_').replace('*', '_times_')}": float(np.mean(np.abs(v)))
+        for k, v in err.items()
+    }
+    metrics["sinkhorn_calibrated_eps"] = float(np.mean(eps_used))
+    rows = [
+        {"experiment": "Sinkhorn calibration", "epsilon": k, "n": n, "reps": reps}
+        | {"mean_error_vs_true_W2sq": round(float(np.mean(v)), 5), "true_W2sq": round(w_true, 5)}
+        for k, v in err.items()
+    ]
+    return rows, metrics
+
+
 def _affine_truth(d: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """A Brenier map T(x) = U S U^T x + U c (S symmetric positive definite) and W_2^2(rho, T#rho) in closed form."""
     U = _frame(d, rng)  # (d, 20): rows are the frame, x = z U
@@ -153,7 +297,7 @@ def _richardson(size: tuple, rng: np.random.Generator) -> tuple[list[dict[str, A
     n, reps, bags = size
     d = RICHARDSON_D
     U, S, c, w_true = _affine_truth(d, rng)
-    plug, rich, oracle, d_hat, infl = [], [], [], [], []
+    plug, rich, oracle, d_hat, infl, amb, low = [], [], [], [], [], [], []
     for _ in range(reps):
         z1, z2 = rng.random((n, d)), rng.random((n, d))
         X, Y = z1 @ U, (z2 @ S + c) @ U  # Y = T(X') for an independent X'
@@ -164,14 +308,22 @@ def _richardson(size: tuple, rng: np.random.Generator) -> tuple[list[dict[str, A
         d_hat.append(info["d_int"])
         infl.append(info["variance_inflation"])
         # the same halvings with the true d_int (the extrapolation is linear in the half-sample mean)
-        q = 2.0 ** (2.0 / d)
-        oracle.append((q * info["plugin"] - info["half_mean"]) / (q - 1.0))
+        for dd, out in ((d, oracle), (AMBIENT, amb), (2, low)):
+            q = 2.0 ** (2.0 / dd)
+            out.append((q * info["plugin"] - info["half_mean"]) / (q - 1.0))
     plug, rich, oracle = np.asarray(plug), np.asarray(rich), np.asarray(oracle)
     b_plug, b_rich, b_orac = plug.mean() - w_true, rich.mean() - w_true, oracle.mean() - w_true
+    b_amb, b_low = float(np.mean(amb)) - w_true, float(np.mean(low)) - w_true
     tiny = 1e-12
     se = float(rich.std(ddof=1) / np.sqrt(reps)) if reps > 1 else 0.0
     metrics = {
         "w2sq_true": w_true,
+        # the thresholded quantity: the Richardson bias relative to the plug-in's (averaged over seeds)
+        "richardson_rel_bias": float(b_rich / max(abs(b_plug), tiny)),
+        "richardson_rel_bias_ambient_d": float(b_amb / max(abs(b_plug), tiny)),
+        "richardson_rel_bias_d2": float(b_low / max(abs(b_plug), tiny)),
+        "oracle_richardson_rel_bias": float(b_orac / max(abs(b_plug), tiny)),
+        "plugin_bias_z": float(b_plug / max(float(plug.std(ddof=1) / np.sqrt(reps)) if reps > 1 else tiny, tiny)),
         "plugin_bias": float(b_plug),
         "richardson_bias": float(b_rich),
         "richardson_bias_reduction": float(abs(b_plug) / max(abs(b_rich), tiny)),
@@ -242,16 +394,71 @@ def _figures(id_rows: list[dict[str, Any]], decay: dict, rich: dict) -> dict[str
         "strongly debiases Wasserstein estimates."
     ),
     paper_figure="no number in the abstract: 'strongly debiases'; fast ID estimator on manifolds and images",
-    baselines=("TwoNN (Facco et al. 2017)", "MLE (Levina-Bickel 2004)", "plug-in W_2^2 (exact OT, POT emd)"),
+    baselines=(
+        "TwoNN (Facco et al. 2017)",
+        "MLE (Levina-Bickel 2004)",
+        "plug-in W_2^2 (exact OT, POT emd)",
+        "two-sample exact OT (solver-based sampling error)",
+    ),
     thresholds=(
-        Threshold("id", "ot_median_rel_error", "<=", 0.15, "median relative ID error <= 15% on the synthetic suite"),
         Threshold(
-            "debias", "richardson_bias_reduction", ">=", 5.0, "Richardson removes >= 5x of the plug-in bias, d_int 6"
+            "id",
+            "ot_median_rel_error",
+            "<=",
+            0.15,
+            "median relative ID error <= 15% on the synthetic suite (2 of 3 seeds)",
+            agg="2 of 3",
+            control="ambient_median_rel_error",
+        ),
+        Threshold(
+            "accuracy",
+            "accuracy_median_rel_error",
+            "<=",
+            0.25,
+            "predicted sampling error within 25% of exact OT(rho, rho_n), median over d = 3..8 (2 of 3 seeds)",
+            agg="2 of 3",
+            control="two_sample_median_rel_error",
+        ),
+        Threshold(
+            "debias_hi",
+            "richardson_rel_bias",
+            "<=",
+            0.2,
+            "seed-averaged Richardson bias <= 1/5 of the plug-in's (upper 95% bound), d_int 6",
+            agg="bound95",
+            control="richardson_rel_bias_d2",
+        ),
+        Threshold(
+            "debias_lo",
+            "richardson_rel_bias",
+            ">=",
+            -0.2,
+            "and no over-correction beyond 1/5 (lower 95% bound)",
+            agg="bound95",
+            control="richardson_rel_bias_ambient_d",
+        ),
+        Threshold(
+            "reference_exact",
+            "reference_median_rel_width",
+            "<=",
+            0.10,
+            "floor: the exact-OT reference sandwich is narrow (median width <= 10%, every seed)",
+            agg="all",
+        ),
+        Threshold(
+            "bias_resolved",
+            "plugin_bias_z",
+            ">=",
+            3.0,
+            "floor: the plug-in bias is resolved (>= 3 standard errors, every seed)",
+            agg="all",
         ),
     ),
-    reproduced="id and debias",
-    partial="id or debias",
-    key_metric="ot_median_rel_error",
+    reproduced="id and accuracy and debias_hi and debias_lo",
+    partial="id or accuracy or (debias_hi and debias_lo)",
+    validity="reference_exact and bias_resolved",
+    key_metric="accuracy_median_rel_error",
+    revision=2,
 )
 def run(mode: str, seed: int) -> Outcome:
     """(i) ID on embedded manifolds and digits; (ii) decay vs exact OT; (iii) Richardson bias at d_int = 6."""
@@ -268,7 +475,15 @@ def run(mode: str, seed: int) -> Outcome:
     metrics |= decay_metrics
     rich_rows, rich_metrics, rich = _richardson(size["rich"], rng)
     metrics |= rich_metrics
+    acc_rows, acc_metrics = _accuracy(size["acc"], rng)
+    metrics |= acc_metrics
+    sink_rows, sink_metrics = _sinkhorn(size["sink"], rng)
+    metrics |= sink_metrics
     summary = (
+        f"predicted sampling error vs exact OT: median |rel. error| {100 * metrics['accuracy_median_rel_error']:.1f}% "
+        f"(d 3..8; d <= 2 {100 * metrics['accuracy_low_d_median_rel_error']:.0f}%, two-sample control "
+        f"{100 * metrics['two_sample_median_rel_error']:.0f}%); Richardson bias / plug-in bias "
+        f"{metrics['richardson_rel_bias']:+.3f}; "
         f"median rel. ID error {100 * metrics['ot_median_rel_error']:.1f}% (TwoNN "
         f"{100 * metrics['twonn_median_rel_error']:.1f}%, MLE {100 * metrics['mle_median_rel_error']:.1f}%); "
         f"W_2^2 bias at d_int=6: plug-in {metrics['plugin_bias']:+.4f} -> "
@@ -293,7 +508,7 @@ def run(mode: str, seed: int) -> Outcome:
     ]
     return Outcome(
         metrics=metrics,
-        table=id_table + decay_rows + rich_rows,
+        table=id_table + decay_rows + rich_rows + acc_rows + sink_rows,
         figures=_figures(id_rows, decay, rich),
         summary=summary,
         notes=notes,

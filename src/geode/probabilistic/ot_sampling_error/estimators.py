@@ -64,7 +64,7 @@ def sampling_error(
     X: Any,
     *,
     p: float = 2,
-    method: str = "fresh",
+    method: str | None = None,
     X_fresh: Any = None,
     seed: int | np.random.Generator | None = None,
     log: bool = False,
@@ -87,12 +87,14 @@ def sampling_error(
         The sample (the atoms of :math:`\hat\rho_n`).
     p : float, default 2
         Cost exponent, :math:`p \ge 1`.
-    method : {"fresh", "loo"}
-        ``"fresh"``: the query points are ``X_fresh`` (fresh draws of :math:`\rho`) and every row of ``X`` is an
-        atom; without ``X_fresh``, a random half of ``X`` is held out as queries and the other
-        :math:`\lceil n/2 \rceil` points are the atoms (the estimate is then for that smaller sample).
-        ``"loo"``: leave-one-out, :math:`\frac1n\sum_i \min_{j\ne i}\|y_i - y_j\|^p`, unbiased for the
-        quantisation error of a sample of size :math:`n - 1`.
+    method : {"loo", "fresh"}, optional
+        ``"loo"`` (the default without ``X_fresh``): leave-one-out,
+        :math:`\frac1n\sum_i \min_{j\ne i}\|y_i - y_j\|^p`, unbiased for the quantisation error of a sample
+        of size :math:`n - 1`, i.e. it answers for (almost) the sample given. ``"fresh"`` (the default with
+        ``X_fresh``): the query points are ``X_fresh`` (fresh draws of :math:`\rho`) and every row of ``X`` is
+        an atom; ``"fresh"`` without ``X_fresh`` holds a random half of ``X`` out as queries and the other
+        :math:`\lceil n/2 \rceil` points are the atoms, so the estimate is for a sample *half the size*
+        (+28% at d = 6 against the n-sample's value: the default before issue 18).
     X_fresh : array_like, shape (m, D), optional
         Fresh draws of :math:`\rho` (only with ``method="fresh"``).
     seed : int, numpy Generator or None
@@ -113,6 +115,8 @@ def sampling_error(
     0.4375
     """
     p = _check_p(p)
+    if method is None:
+        method = "loo" if X_fresh is None else "fresh"
     check_choice("method", method, ("fresh", "loo"))
     Y = _points("X", X)
     if method == "loo":
