@@ -35,7 +35,6 @@ PRE_PROTOCOL_V2 = frozenset(
         "pack3d",
         "polar-vbll",
         "residual-can",
-        "rubiconv",
         "safecut",
         "sds-lora",
         "svf",
