@@ -44,9 +44,9 @@ def brute_pack3d(q, k, v, g, r, b):
     """Pack3D by its definition, query by query, with Python loops (independent of the tiled kernels)."""
     bsz, n, _, d = q.shape
     out = torch.zeros_like(v)
-    ext = (g.amax((0, 1)) + 1).tolist()
     for bi in range(bsz):
         gb = g[bi]
+        ext = (gb.amax(0) + 1).tolist()  # each sample's own extent (issue 19: batch independence)
         blocks: dict[tuple, list[int]] = {}
         if b is not None:
             for m in range(n):
@@ -172,6 +172,25 @@ def test_matches_the_definition_on_a_sparse_grid_whose_extent_blocks_do_not_divi
     q, k, v = qkv(1, 2, 40)
     want = brute_pack3d(q, k, v, g, r, b)
     torch.testing.assert_close(pack3d_attention(q, k, v, g, r, b, method=method), want, atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("method", ["tiles", "gather"])
+def test_a_samples_output_does_not_depend_on_the_rest_of_the_batch(method):
+    """Issue 19: the far-face block cut used the batch's extent, so a sample changed with its batch-mates."""
+    gen = torch.Generator().manual_seed(7)
+    small = box((5, 3, 4))[torch.randperm(60, generator=gen)[:40]]  # extent (5, 3, 4): blocks of 2 are cut
+    big = box((6, 4, 6))[torch.randperm(144, generator=gen)[:40]]  # another extent
+    q, k, v = qkv(1, 2, 40)
+    alone = pack3d_attention(q[:1], k[:1], v[:1], small[None], 1, 2, method=method)
+    both = pack3d_attention(q, k, v, torch.stack([small, big]), 1, 2, method=method)
+    torch.testing.assert_close(both[:1], alone, atol=1e-12, rtol=0)
+    other = pack3d_attention(q[1:], k[1:], v[1:], big[None], 1, 2, method=method)
+    torch.testing.assert_close(both[1:], other, atol=1e-12, rtol=0)
+    # a fixed grid_shape is the other way to make the cut independent of the batch
+    fixed = pack3d_attention(q, k, v, torch.stack([small, big]), 1, 2, method=method, grid_shape=(6, 4, 6))
+    torch.testing.assert_close(fixed[1:], other, atol=1e-12, rtol=0)
+    with pytest.raises(ValueError, match="grid_shape"):
+        pack3d_attention(q, k, v, torch.stack([small, big]), 1, 2, grid_shape=(5, 3, 4))
 
 
 @pytest.mark.parametrize("tile", [1, 2, 3, 5])
