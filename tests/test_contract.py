@@ -32,7 +32,6 @@ PRE_PROTOCOL_V2 = frozenset(
         "inr-error",
         "msa",
         "ot-sampling-error",
-        "pack3d",
         "polar-vbll",
         "residual-can",
         "safecut",
