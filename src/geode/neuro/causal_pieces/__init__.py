@@ -15,6 +15,13 @@ counts the distinct paths over the inputs, optionally also over random parameter
 weights. :func:`run_init_study` is the paper's experiment: count pieces at initialisation for many
 weight distributions, train, and correlate.
 
+Since issue 19 the claim check follows the authors' release (``dodo47/snnpiece``) instead:
+:mod:`geode.neuro.causal_pieces.release` (:class:`ReleaseNet`: raw Yin-Yang features as spike times, one
+hidden nLIF layer with tau_s = 0.5, a linear decoder on the hidden spike times, cross-entropy; the release's
+random initialisations; pieces = distinct joint hidden causal states), trained with Adam, a half-cosine
+decay and the firing-ability term against the collapse, epoch selected on validation. The inferred
+details below describe the all-spiking variant (:func:`run_init_study`), kept as an option.
+
 Details we inferred (the paper does not fix them, or the notes did not record them):
 
 - Neuron: :math:`V(t) = \\sum_{t_i < t} w_i (1 - e^{-(t - t_i)/\\tau_s})` (nLIF, τ_m → ∞), τ_s = 1 and
@@ -53,10 +60,24 @@ from geode.neuro.causal_pieces.experiment import (
     yinyang_spike_data,
 )
 from geode.neuro.causal_pieces.pieces import causal_path_masks, count_causal_pieces
+from geode.neuro.causal_pieces.release import (
+    DECODE_T,
+    ReleaseInit,
+    ReleaseNet,
+    release_inits,
+    train_release,
+    yinyang_raw,
+)
 
 __all__ = [
+    "DECODE_T",
     "INIT_GRID",
     "InitConfig",
+    "ReleaseInit",
+    "ReleaseNet",
+    "release_inits",
+    "train_release",
+    "yinyang_raw",
     "causal_path_masks",
     "count_causal_pieces",
     "rank_correlation",
