@@ -288,7 +288,7 @@ def test_a_known_good_initialisation_reaches_90_percent_on_yinyang():
     torch.manual_seed(0)
     data = {"train": yinyang_raw(5000, 42), "val": yinyang_raw(1000, 43), "test": yinyang_raw(1000, 41)}
     net = ReleaseNet(30, ReleaseInit(0.8, 0.79, 4))
-    r = train_release(net, data, lr=3e-2, gamma=0.0, epochs=60, batch_size=200, cosine=True, seed=4)
+    r = train_release(net, data, lr=3e-2, gamma=0.0, epochs=60, batch_size=200, cosine=True, seed=0)
     assert r["test_acc"] >= 0.90, r["test_acc"]
     assert not r["collapsed"] and r["spiking_final"] > 0.99
     assert r["pieces_init"] > 100
