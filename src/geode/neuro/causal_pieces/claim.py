@@ -163,6 +163,7 @@ def _euler_check(seed: int, n_samples: int, dts: tuple[float, ...]) -> tuple[lis
     partial="rho_some",
     validity="few_collapsed and euler_converges",
     key_metric="spearman_rho",
+    timing_metrics=("seconds",),
     revision=2,
 )
 def run(mode: str, seed: int) -> Outcome:
