@@ -22,15 +22,12 @@ IMPLEMENTED = [p.slug for p in catalog.papers(status="implemented")]
 # Every other claim must have them from the start.
 PRE_PROTOCOL_V2 = frozenset(
     {
-        "causal-pieces",
         "craft",
         "fed-prior-bank",
         "gckan",
         "inr-error",
-        "pack3d",
         "polar-vbll",
         "residual-can",
-        "rubiconv",
         "safecut",
         "sds-lora",
         "svf",

@@ -44,9 +44,9 @@ def brute_pack3d(q, k, v, g, r, b):
     """Pack3D by its definition, query by query, with Python loops (independent of the tiled kernels)."""
     bsz, n, _, d = q.shape
     out = torch.zeros_like(v)
-    ext = (g.amax((0, 1)) + 1).tolist()
     for bi in range(bsz):
         gb = g[bi]
+        ext = (gb.amax(0) + 1).tolist()  # each sample's own extent (issue 19: batch independence)
         blocks: dict[tuple, list[int]] = {}
         if b is not None:
             for m in range(n):
@@ -172,6 +172,25 @@ def test_matches_the_definition_on_a_sparse_grid_whose_extent_blocks_do_not_divi
     q, k, v = qkv(1, 2, 40)
     want = brute_pack3d(q, k, v, g, r, b)
     torch.testing.assert_close(pack3d_attention(q, k, v, g, r, b, method=method), want, atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("method", ["tiles", "gather"])
+def test_a_samples_output_does_not_depend_on_the_rest_of_the_batch(method):
+    """Issue 19: the far-face block cut used the batch's extent, so a sample changed with its batch-mates."""
+    gen = torch.Generator().manual_seed(7)
+    small = box((5, 3, 4))[torch.randperm(60, generator=gen)[:40]]  # extent (5, 3, 4): blocks of 2 are cut
+    big = box((6, 4, 6))[torch.randperm(144, generator=gen)[:40]]  # another extent
+    q, k, v = qkv(1, 2, 40)
+    alone = pack3d_attention(q[:1], k[:1], v[:1], small[None], 1, 2, method=method)
+    both = pack3d_attention(q, k, v, torch.stack([small, big]), 1, 2, method=method)
+    torch.testing.assert_close(both[:1], alone, atol=1e-12, rtol=0)
+    other = pack3d_attention(q[1:], k[1:], v[1:], big[None], 1, 2, method=method)
+    torch.testing.assert_close(both[1:], other, atol=1e-12, rtol=0)
+    # a fixed grid_shape is the other way to make the cut independent of the batch
+    fixed = pack3d_attention(q, k, v, torch.stack([small, big]), 1, 2, method=method, grid_shape=(6, 4, 6))
+    torch.testing.assert_close(fixed[1:], other, atol=1e-12, rtol=0)
+    with pytest.raises(ValueError, match="grid_shape"):
+        pack3d_attention(q, k, v, torch.stack([small, big]), 1, 2, grid_shape=(5, 3, 4))
 
 
 @pytest.mark.parametrize("tile", [1, 2, 3, 5])
@@ -430,3 +449,45 @@ def test_macro_dice():
     assert macro_dice(np.zeros(3), np.zeros(3))[0] == 1.0  # absent classes score 1
     with pytest.raises(ValueError, match="same shape"):
         macro_dice(t, t[:3])
+
+
+# ------------------------------------------------------------------------------------------------ claim v2 (issue 19)
+
+
+def test_3d_baselines_differ_from_pack3d_only_in_the_position_signal():
+    """Same weights: position='none' in the 3-D neighbourhood is equivariant; 1-D RoPE on the packed index is not."""
+    torch.manual_seed(4)
+    ref = Pack3DAttention(24, 2, 1, 2)
+    none, rope = Pack3DAttention(24, 2, 1, 2, position="none"), Pack3DAttention(24, 2, 1, 2, position="rope1d")
+    none.load_state_dict(ref.state_dict())
+    rope.load_state_dict(ref.state_dict())
+    g = box((4, 4, 4))
+    x = torch.randn(1, 64, 24)
+    order = torch.randperm(64, generator=torch.Generator().manual_seed(1))
+    assert (none(x[:, order], g[order]) - none(x, g)[:, order]).abs().max() < 1e-5
+    assert (rope(x[:, order], g[order]) - rope(x, g)[:, order]).abs().max() > 1e-2
+    assert (ref(x, g) - none(x, g)).abs().max() > 1e-3  # axial RoPE does act
+    with pytest.raises(ValueError, match="position must be one of"):
+        Pack3DAttention(24, 2, position="sinusoidal")
+
+
+def test_marker_task_labels_and_claim_thresholds():
+    from geode.claims import load_claim
+    from geode.layers.pack3d.claim import MARKER_RADIUS, marker_volumes
+
+    x, lab = marker_volumes(3, 8, np.random.default_rng(0))
+    assert x.shape == (3, 8, 8, 8, 2) and lab.shape == (3, 8, 8, 8)
+    g = grid_coords((8, 8, 8)).reshape(8, 8, 8, 3)
+    for i in range(3):
+        m = np.argwhere(x[i, ..., 1] == 1)
+        assert m.shape == (1, 3)
+        dist = np.sqrt(((g - m[0]) ** 2).sum(-1))
+        occ = x[i, ..., 0] > 0
+        assert np.array_equal(lab[i] == 0, ~occ)
+        assert np.array_equal(lab[i] == 2, occ & (dist <= MARKER_RADIUS))
+    c = load_claim("pack3d")
+    t = {x.name: x for x in c.thresholds}
+    assert (t["invariant"].value, t["learned_pe_fails"].value, t["rope1d_fails"].value) == (0.01, 0.15, 0.15)
+    assert t["invariant"].controls == ("rope1d_3d_dice_range",)
+    assert c.validity == "pack3d_floor and learned_pe_floor and rope1d_floor"
+    assert t["pack3d_floor"].controls == ("dice_untrained_pack3d_in_distribution",)

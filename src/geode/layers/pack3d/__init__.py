@@ -50,6 +50,19 @@ Everything below was inferred (the abstract does not say):
 
 Left out: the Allen WTC-11 microscopy experiments (a large download, GPU scale), the TokenGrid 3-D U-Net
 comparison, the paper's fused forward/backward kernel, and the inference-time ablations of the summaries.
+
+Claim revision 2 (issue 19): the baselines keep Pack3D's own 3-D neighbourhood and blocks and swap only the
+position signal (``Pack3DAttention(position="rope1d" | "none")``, kinds ``rope1d_3d`` / ``learned_pe_3d``; the
+learned table initialised with std 1), 8^3 volumes, lr tuned per network on validation, Dice >= 0.9 floors.
+The grid extent that cuts the far-face blocks is now each sample's own (or ``grid_shape``), so a sample's
+output no longer depends on its batch-mates. Quick-mode finding, 3 seeds: ``reproduced`` in 3/3 seeds.
+In distribution Pack3D 1.000, learned PE 0.905-0.930, 1-D RoPE 0.974-0.993 (untrained Pack3D 0.00-0.20:
+the floor's control fails as it must); Pack3D's range over 7 packings 0.000 (1-D RoPE's 0.39-0.41);
+second-largest drops learned PE 0.26-0.29, 1-D RoPE 0.35-0.39, Pack3D 0.000; one layer 5.9-6.6x faster
+than dense SDPA at 32k tokens on one CPU thread, at 3.6-4.1x its peak memory (314-348 vs 78-96 MiB; not
+reduced). The global marker task was not learned at this budget by either Pack3D variant (Dice 0 with and
+without summaries), so it says nothing yet about the summaries. Revision 1 said ``not reproduced`` (its 1-D
+window baselines never solved the task in distribution: Dice 0.44-0.51).
 """
 
 from __future__ import annotations

@@ -152,6 +152,11 @@ class Pack3DAttention(_Projected):
         Evaluation of the kernel (:func:`~geode.layers.pack3d.pack3d_attention`); the results agree.
     max_elements : int
         Memory bound of the kernel (tiles or queries are processed in chunks).
+    position : {"axial", "rope1d", "none"}
+        The positional signal inside attention: ``"axial"`` (Pack3D, axial RoPE on the grid coordinates), or,
+        for the matched baselines of the repacking claim (same 3-D neighbourhood and blocks, only the position
+        signal differs), ``"rope1d"`` (1-D RoPE on the packed index, base :math:`10^4`) or ``"none"`` (for use
+        after a learned absolute position embedding of the packed index).
 
     Examples
     --------
@@ -172,9 +177,11 @@ class Pack3DAttention(_Projected):
         bias: bool = True,
         method: str = "auto",
         max_elements: int = _DEFAULT_MAX_ELEMENTS,
+        position: str = "axial",
     ) -> None:
         super().__init__(dim, heads, bias)
-        if self.head_dim < 6:
+        self.position = check_choice("position", position, ("axial", "rope1d", "none"))
+        if self.position == "axial" and self.head_dim < 6:
             raise ValueError(f"dim / heads must be >= 6 for axial RoPE (2 channels per axis); got {self.head_dim}")
         self.method = check_choice("method", method, ("auto", "tiles", "gather"))
         self.local_radius = check_int("local_radius", local_radius, low=0)
@@ -182,21 +189,38 @@ class Pack3DAttention(_Projected):
         self.rope_base = check_real("rope_base", rope_base, low=1.0, low_inclusive=False)
         self.max_elements = check_int("max_elements", max_elements, low=1)
 
-    def forward(self, x: torch.Tensor, coords: torch.Tensor) -> torch.Tensor:
-        """Attend over tokens ``x`` (B, N, C) at integer grid points ``coords`` (B, N, 3) or (N, 3)."""
+    def forward(
+        self, x: torch.Tensor, coords: torch.Tensor, grid_shape: tuple[int, int, int] | None = None
+    ) -> torch.Tensor:
+        """Attend over tokens ``x`` (B, N, C) at integer grid points ``coords`` (B, N, 3) or (N, 3).
+
+        ``grid_shape`` (optional) fixes the grid extent that cuts the far-face blocks; by default each sample
+        uses its own extent, so no sample's output depends on the rest of the batch.
+        """
         x = _check_features(x, self.dim)
         g = check_coords(coords, x.shape[0], x.shape[1]).to(x.device)
         q, k, v = self._qkv(x)
-        q, k = axial_rope_3d(q, g, self.rope_base), axial_rope_3d(k, g, self.rope_base)
+        if self.position == "axial":
+            q, k = axial_rope_3d(q, g, self.rope_base), axial_rope_3d(k, g, self.rope_base)
+        elif self.position == "rope1d":
+            q, k = rope_1d(q, base=10000.0), rope_1d(k, base=10000.0)
         o = pack3d_attention(
-            q, k, v, g, self.local_radius, self.block_size, method=self.method, max_elements=self.max_elements
+            q,
+            k,
+            v,
+            g,
+            self.local_radius,
+            self.block_size,
+            method=self.method,
+            max_elements=self.max_elements,
+            grid_shape=grid_shape,
         )
         return self._out(o)
 
     def extra_repr(self) -> str:
         return (
             f"dim={self.dim}, heads={self.heads}, local_radius={self.local_radius}, block_size={self.block_size}, "
-            f"rope_base={self.rope_base:g}"
+            f"rope_base={self.rope_base:g}" + ("" if self.position == "axial" else f", position={self.position!r}")
         )
 
 

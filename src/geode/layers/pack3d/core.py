@@ -316,6 +316,7 @@ def pack3d_attention(
     method: str = "auto",
     tile: int | None = None,
     max_elements: int = _DEFAULT_MAX_ELEMENTS,
+    grid_shape: tuple[int, int, int] | None = None,
 ) -> torch.Tensor:
     """Pack3D's local-global attention on already projected (and rotated) queries, keys and values.
 
@@ -356,6 +357,10 @@ def pack3d_attention(
         Query tile edge :math:`t` for ``"tiles"`` (default :math:`\\max(2, r + 1)`).
     max_elements : int
         Bound on the scores/gathered entries held at once; tiles or queries are processed in chunks.
+    grid_shape : tuple of 3 int, optional
+        The grid extent :math:`(S_z, S_y, S_x)`, which sets where the far-face blocks are cut. Default: each
+        sample's own extent (its largest coordinate + 1 per axis), so that a sample's output never depends on
+        the other samples of the batch (samples of different extents are evaluated in separate groups).
 
     Returns
     -------
@@ -375,7 +380,35 @@ def pack3d_attention(
     if n == 0:
         return q.new_zeros(bsz, 0, heads, v.shape[-1])
     dev = q.device
-    ext = [int(e) + 1 for e in g.amax(dim=(0, 1))]  # grid extent (S_z, S_y, S_x), shared by the batch
+    if grid_shape is not None:
+        if len(grid_shape) != 3 or any(isinstance(e, bool) or not isinstance(e, int) or e < 1 for e in grid_shape):
+            raise ValueError(f"grid_shape must be three positive ints (S_z, S_y, S_x); got {grid_shape!r}")
+        ext = list(grid_shape)
+        if bool((g >= torch.tensor(ext, device=dev)).any()):
+            raise ValueError(f"coords must lie inside grid_shape {tuple(ext)}; got a coordinate beyond it")
+    else:
+        per_sample = g.amax(dim=1) + 1  # (B, 3): each sample's own extent
+        if bsz > 1 and not bool((per_sample == per_sample[:1]).all()):
+            # Samples of different extents: evaluate each group of equal extents on its own (batch independence).
+            out = q.new_empty(bsz, n, heads, v.shape[-1])
+            kinds, group = torch.unique(per_sample, dim=0, return_inverse=True)
+            for i in range(kinds.shape[0]):
+                idx = torch.nonzero(group == i).squeeze(1)
+                out[idx] = pack3d_attention(
+                    q[idx],
+                    k[idx],
+                    v[idx],
+                    g[idx],
+                    r,
+                    block_size,
+                    scale=tau,
+                    method=method,
+                    tile=tile,
+                    max_elements=max_elements,
+                    grid_shape=tuple(int(e) for e in kinds[i]),
+                )
+            return out
+        ext = [int(e) for e in per_sample[0]]  # grid extent (S_z, S_y, S_x), the same for every sample
 
     blocks = covered = None
     if block_size is not None:

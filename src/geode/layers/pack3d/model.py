@@ -25,9 +25,11 @@ from geode.layers.positional import LearnedPositionalEmbedding
 
 __all__ = ["MODEL_KINDS", "TokenSegmenter", "make_segmenter"]
 
-MODEL_KINDS: tuple[str, ...] = ("pack3d", "learned_pe", "rope1d", "dense")
-"""``pack3d``: :class:`Pack3DAttention`; ``learned_pe``: learned absolute embedding + packed local-global attention;
-``rope1d``: packed local-global attention with 1-D RoPE on the packed index; ``dense``: dense SDPA, axial RoPE."""
+MODEL_KINDS: tuple[str, ...] = ("pack3d", "learned_pe_3d", "rope1d_3d", "learned_pe", "rope1d", "dense")
+"""``pack3d``: :class:`Pack3DAttention`; ``learned_pe_3d`` / ``rope1d_3d``: Pack3D's own 3-D neighbourhood and
+blocks with the positional signal swapped (a learned absolute embedding of the packed index, or 1-D RoPE on the
+packed index; the matched baselines of the repacking claim); ``learned_pe`` / ``rope1d``: the same signals with
+local-global attention over the packed order (1-D window); ``dense``: dense SDPA, axial RoPE."""
 
 
 class _Block(nn.Module):
@@ -119,6 +121,8 @@ def make_segmenter(
     window, block_len = ((2 * r + 1) ** 3 - 1) // 2, b**3
     factories: dict[str, Callable[[], nn.Module]] = {
         "pack3d": lambda: Pack3DAttention(dim, heads, r, b, rope_base),
+        "learned_pe_3d": lambda: Pack3DAttention(dim, heads, r, b, rope_base, position="none"),
+        "rope1d_3d": lambda: Pack3DAttention(dim, heads, r, b, rope_base, position="rope1d"),
         "learned_pe": lambda: PackedSequenceAttention(dim, heads, window, block_len, position="none"),
         "rope1d": lambda: PackedSequenceAttention(dim, heads, window, block_len, position="rope1d"),
         "dense": lambda: DenseAxialRoPEAttention(dim, heads, rope_base),
@@ -129,5 +133,5 @@ def make_segmenter(
         dim,
         depth,
         factories[kind],
-        max_positions=max_positions if kind == "learned_pe" else None,
+        max_positions=max_positions if kind in ("learned_pe", "learned_pe_3d") else None,
     )

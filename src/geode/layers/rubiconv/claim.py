@@ -1,20 +1,34 @@
-"""Claim check: RubiConv is exact on packed data and faster than padded-batch FFT and document-masked attention.
+"""Claim check: RubiConv is exact on packed data, leak-free, and faster than padded-batch FFT and attention.
 
-Protocol (thresholds fixed in issue 6 before anything ran):
+Protocol v2 (issue 19; the thresholds of issue 6 are unchanged, what decides them is not):
 
 - packings of ``total`` tokens drawn from the "mixed" document-length distribution (many short documents and
-  a few long ones; :func:`~geode.layers.rubiconv.sample_document_lengths`) at 4k, 16k and 64k tokens in quick
-  mode, plus the "short" and "long" mixes at the largest total; ``D`` channels (64 in quick), a decaying
-  random per-channel kernel as long as the whole pack;
-- exactness: max abs error of :func:`packed_long_conv` (float32) against the per-document reference in
-  float64, relative to the reference's max abs value; the same for the single FFT over the whole pack (leak);
-  and the largest change of any other document's output when one document is replaced by noise;
-- speed: forward wall time, one thread, interleaved medians (:func:`geode.core.speed_ratio`), against the
-  padded batch, block-sparse document-masked attention (heads of dimension 64, as many as fit in ``D``), the
-  per-document loop and the single (leaky) FFT;
-- verdict at the reference point, the "mixed" packing of 64k tokens (quick and full; smoke uses 4k and its
-  verdict means nothing): ``reproduced`` if exact (relative error <= 1e-4 everywhere) and >= 3x faster than
-  the padded batch and >= 5x faster than attention; ``partial`` if exact and faster than both.
+  a few long ones; :func:`~geode.layers.rubiconv.sample_document_lengths`, whose long tail is now capped at
+  ``N/4`` so that a 16k row no longer holds only two documents), at 16k and 64k tokens in quick mode plus the
+  "short" mix at 64k; ``D`` channels (64 in quick), a decaying random per-channel kernel as long as the pack.
+  Each seed draws its own packings, so the 3 seeds are 3 packing seeds.
+- **Exactness** (``exact``): max abs error of :func:`packed_long_conv` (float32) against the float64
+  per-document reference, relative to the reference's max, <= 1e-4 at every point of every seed (``all``).
+  Negative control: the single FFT over the whole pack (same total length, leaks), which must fail it.
+- **No leakage** (``no_leak``): replacing one document by noise changes no other document's output
+  (largest change <= 1e-6, every seed). Control: the single FFT's change, which must fail it.
+- **Speed is a GPU claim** (protocol section 4; the paper's regime is kernel-launch-bound GPUs). The speed
+  thresholds (>= 3x the padded batch, >= 5x document-masked attention, geometric 95% lower bound over seeds)
+  are judged only when the run is on a GPU (``on_gpu``, ``full`` mode on a CUDA machine). On a CPU they are
+  measured and reported, not judged, so a CPU verdict is at best ``partial`` (exact and leak-free). The
+  report also gives the ratio to the per-document FFT loop (the strongest CPU baseline), forward and
+  forward+backward, and to a plain FFT of the same total length.
+- **Validity floor** (``mixed_regime``): the reference packing holds >= 10 documents in every seed (the
+  claim is about packed *many* documents; a 2-document row is the "long" mix).
+- ``reproduced``: exact, no_leak, on_gpu, fast_padded and fast_attention; ``partial``: exact and no_leak.
+
+Old verdict (revision 1, one seed, CPU): ``reproduced``, carried by the padded batch, which does 23.6x more
+FFT work by construction at the reference point, while RubiConv was at parity with the per-document loop
+(0.97x forward). That verdict judged a GPU speed claim on a CPU; revision 2 does not.
+
+In ``full`` mode on a CUDA device the run also times FlexAttention with a document mask (where
+``torch.nn.attention.flex_attention`` exists) and FlashFFTConv on the padded batch is not attempted (it is
+not installable here; the padded-batch FFT is its algorithmic equivalent).
 """
 
 from __future__ import annotations
@@ -51,12 +65,12 @@ SETTINGS: dict[str, dict] = {
         "attention_budget": 1e10,
     },
     "quick": {
-        "totals": (4096, 16384, 65536),
+        "totals": (16384, 65536),
         "reference": 65536,
         "channels": 64,
-        "extra_mixes": ("short", "long"),
+        "extra_mixes": ("short",),
         "repeats": 3,
-        "budget_s": 12.0,
+        "budget_s": 3.0,
         "attention_budget": 2e11,
     },
     "full": {
@@ -155,6 +169,24 @@ def _measure(mix: str, total: int, cfg: dict, seed: int, device: torch.device, *
         row["time_attention_s"] = "not timed (cost)"
     row["time_rubiconv_s"] = float(np.median(ours_times))  # over all interleaved runs of the point
 
+    if reference:  # forward+backward against the per-document loop (the strongest CPU baseline)
+        g = torch.randn(total, d, generator=gen).to(device)
+
+        def fwd_bwd(fn):
+            def step():
+                xx, kk2 = x.detach().requires_grad_(True), k.detach().requires_grad_(True)
+                fn(xx, kk2, cu).backward(g)
+                return xx.grad
+
+            return step
+
+        r, used = _ratio(fwd_bwd(packed_long_conv), fwd_bwd(per_document_conv), reps, cfg["budget_s"])
+        row["speedup_fwdbwd_vs_loop"] = r["speedup"]
+        flex = _flex_attention(q, kk, v, cu) if device.type == "cuda" else None
+        if flex is not None:
+            r, used = _ratio(ours, flex, reps, cfg["budget_s"])
+            row["speedup_vs_flex_attention"] = r["speedup"]
+
     if reference:  # no-leak property: replace one middle document, measure the change elsewhere
         j = int(lengths.size // 2)
         s, e = int(cu[j]), int(cu[j + 1])
@@ -166,6 +198,26 @@ def _measure(mix: str, total: int, cfg: dict, seed: int, device: torch.device, *
             diff = (fn(x2, k, cu) - fn(x, k, cu))[outside]  # empty for a one-document packing
             row[f"cross_doc_change_{name}"] = float(diff.abs().max()) if diff.numel() else 0.0
     return row
+
+
+def _flex_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu: torch.Tensor):
+    """FlexAttention with a causal document mask on a GPU (None where it is not available)."""
+    try:
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    except ImportError:  # pragma: no cover - old torch
+        return None
+    from geode.layers.attention import document_ids
+
+    doc = document_ids(cu).to(q.device)
+    n = q.shape[0]
+
+    def mask(b, h, qi, ki):
+        return (doc[qi] == doc[ki]) & (ki <= qi)
+
+    block = create_block_mask(mask, None, None, n, n, device=q.device)
+    qq, kk, vv = (t.transpose(0, 1).unsqueeze(0) for t in (q, k, v))
+    fn = torch.compile(flex_attention)
+    return lambda: fn(qq, kk, vv, block_mask=block)
 
 
 def _figures(rows: list[dict], leak: dict, device: str) -> dict:
@@ -221,21 +273,69 @@ def _figures(rows: list[dict], leak: dict, device: str) -> dict:
     paper_figure="'significant speedups over both attention and standard FFT-based baselines' (abstract; no number)",
     baselines=("padded-batch FFT", "document-masked attention", "per-document loop FFT", "single FFT (leaky)"),
     thresholds=(
-        Threshold("exact", "rel_err", "<=", 1e-4, "max relative error vs the per-document reference <= 1e-4"),
-        Threshold("fast_padded", "speedup_vs_padded", ">=", 3.0, ">= 3x faster than padded-batch FFT at 64k"),
-        Threshold("fast_attention", "speedup_vs_attention", ">=", 5.0, ">= 5x faster than masked attention at 64k"),
-        Threshold("faster_padded", "speedup_vs_padded", ">", 1.0, "faster than padded-batch FFT at 64k"),
-        Threshold("faster_attention", "speedup_vs_attention", ">", 1.0, "faster than masked attention at 64k"),
+        Threshold(
+            "mixed_regime",
+            "documents_reference",
+            ">=",
+            10.0,
+            "validity: the 64k 'mixed' reference packing holds >= 10 documents in every seed",
+            agg="all",
+        ),
+        Threshold(
+            "exact",
+            "rel_err",
+            "<=",
+            1e-4,
+            "max relative error vs the float64 per-document reference <= 1e-4 at every point, every seed",
+            agg="all",
+            control="leak_rel_err_single_fft",
+        ),
+        Threshold(
+            "no_leak",
+            "cross_doc_change_rubiconv",
+            "<=",
+            1e-6,
+            "replacing one document changes no other document's output (every seed)",
+            agg="all",
+            control="cross_doc_change_single_fft",
+        ),
+        Threshold(
+            "on_gpu",
+            "on_gpu",
+            ">=",
+            1.0,
+            "the speed thresholds are judged only on a GPU (protocol section 4: a GPU speed claim)",
+            agg="all",
+        ),
+        Threshold(
+            "fast_padded",
+            "speedup_vs_padded",
+            ">=",
+            3.0,
+            ">= 3x faster than padded-batch FFT at 64k (geometric 95% lower bound over seeds)",
+            agg="geobound95",
+        ),
+        Threshold(
+            "fast_attention",
+            "speedup_vs_attention",
+            ">=",
+            5.0,
+            ">= 5x faster than document-masked attention at 64k (geometric 95% lower bound over seeds)",
+            agg="geobound95",
+        ),
     ),
-    reproduced="exact and fast_padded and fast_attention",
-    partial="exact and faster_padded and faster_attention",
-    key_metric="speedup_vs_padded",
+    reproduced="exact and no_leak and on_gpu and fast_padded and fast_attention",
+    partial="exact and no_leak",
+    validity="mixed_regime",
+    key_metric="rel_err",
+    revision=2,
     timing_metrics=(
         "seconds",
         "speedup_vs_attention",
         "speedup_vs_loop",
         "speedup_vs_padded",
         "speedup_vs_single_fft",
+        "speedup_fwdbwd_vs_loop",
     ),
 )
 def run(mode: str, seed: int) -> Outcome:
@@ -275,6 +375,9 @@ def run(mode: str, seed: int) -> Outcome:
         "speedup_vs_attention": ref["speedup_vs_attention"],
         "speedup_vs_loop": ref["speedup_vs_loop"],
         "speedup_vs_single_fft": ref["speedup_vs_single_fft"],
+        "speedup_fwdbwd_vs_loop": ref["speedup_fwdbwd_vs_loop"],
+        "documents_reference": float(ref["documents"]),
+        "on_gpu": float(device.type == "cuda"),
         "fft_work_ratio_padded": ref["fft_len_padded"] / ref["fft_len_rubiconv"],
         "reference_total_tokens": float(cfg["reference"]),
         "seconds": time.perf_counter() - t0,
@@ -283,7 +386,10 @@ def run(mode: str, seed: int) -> Outcome:
         f"{mode}, 'mixed' packing of {cfg['reference']} tokens, D={cfg['channels']}: rel. error "
         f"{metrics['rel_err']:.1e} (single FFT {metrics['leak_rel_err_single_fft']:.2f}); forward "
         f"{metrics['speedup_vs_padded']:.1f}x faster than padded-batch FFT, {metrics['speedup_vs_attention']:.1f}x "
-        f"than masked attention, {metrics['speedup_vs_loop']:.2f}x the per-document loop"
+        f"than masked attention, {metrics['speedup_vs_loop']:.2f}x the per-document loop "
+        f"({metrics['speedup_fwdbwd_vs_loop']:.2f}x forward+backward); {ref['documents']} documents"
+        + ("" if device.type == "cuda" else "; speed reported, not judged (CPU)")
+        + (f"; {ref['speedup_vs_flex_attention']:.1f}x FlexAttention" if "speedup_vs_flex_attention" in ref else "")
     )
     notes = [
         f"Device {device.type}, one thread; forward times are interleaved medians of up to {cfg['repeats']} runs "
@@ -292,7 +398,7 @@ def run(mode: str, seed: int) -> Outcome:
         "smoke uses 4k and its verdict is not a claim check).",
         "The per-document loop has no kernel-launch overhead on a CPU, so on a CPU it is a strong baseline: "
         "RubiConv performs the same FFT work (same sizes) plus one gather/scatter; the issue thresholds only "
-        "padded batch and attention.",
+        "padded batch and attention, and only on a GPU (revision 2); on a CPU the speed rows are reported.",
         "Attention is block-sparse (128-token tiles meeting the causal document mask), heads of dimension 64; "
         "points whose attention cost exceeds the mode's budget are not timed.",
         "fft_len_* is the FFT length per channel each method transforms (cost model); attention_scores is "

@@ -8,7 +8,9 @@ mixes (our choice; the paper's data were not available):
     chat turns and code snippets: lognormal lengths, median 64, :math:`\\sigma = 0.8`.
 ``"mixed"``
     many short and a few long documents (web text): with probability 0.9 lognormal (median 256,
-    :math:`\\sigma = 1`), with probability 0.1 log-uniform on :math:`[2^{11}, 2^{15}]`.
+    :math:`\\sigma = 1`), with probability 0.1 log-uniform on :math:`[2^{11}, \\min(2^{15}, N/4)]` (both ends
+    at most :math:`N/4`). The cap keeps "a few long documents" true at every :math:`N`: without it a 16k row
+    was often filled by one or two long documents (issue 19), which is the "long" mix, not this one.
 ``"long"``
     books and long code files: log-uniform on :math:`[2^{12}, 2^{16}]`.
 """
@@ -25,12 +27,13 @@ __all__ = ["MIXES", "cu_seqlens_from_lengths", "sample_document_lengths"]
 MIXES: tuple[str, ...] = ("short", "mixed", "long")
 
 
-def _draw(mix: str, size: int, rng: np.random.Generator) -> np.ndarray:
+def _draw(mix: str, size: int, rng: np.random.Generator, total: int) -> np.ndarray:
     if mix == "short":
         return rng.lognormal(np.log(64.0), 0.8, size)
     if mix == "mixed":
         body = rng.lognormal(np.log(256.0), 1.0, size)
-        tail = np.exp2(rng.uniform(11.0, 15.0, size))
+        hi = min(15.0, np.log2(max(total / 4.0, 1.0)))
+        tail = np.exp2(rng.uniform(min(11.0, hi), hi, size))
         return np.where(rng.random(size) < 0.1, tail, body)
     return np.exp2(rng.uniform(12.0, 16.0, size))
 
@@ -67,7 +70,7 @@ def sample_document_lengths(total: int, mix: str = "mixed", seed: int | np.rando
     out: list[int] = []
     filled = 0
     while filled < total:
-        draws = np.maximum(1, np.round(_draw(mix, 256, rng))).astype(np.int64)
+        draws = np.maximum(1, np.round(_draw(mix, 256, rng, total))).astype(np.int64)
         for n in draws.tolist():
             n = min(n, total - filled)
             out.append(n)
