@@ -24,8 +24,6 @@ PRE_PROTOCOL_V2 = frozenset(
     {
         "causal-pieces",
         "comparability-fusion",
-        "craft",
-        "fed-prior-bank",
         "ga-srmc",
         "gae",
         "gckan",
