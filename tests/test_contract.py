@@ -31,7 +31,6 @@ PRE_PROTOCOL_V2 = frozenset(
         "msa",
         "ot-sampling-error",
         "pack3d",
-        "polar-vbll",
         "residual-can",
         "rubiconv",
         "safecut",
