@@ -22,11 +22,8 @@ IMPLEMENTED = [p.slug for p in catalog.papers(status="implemented")]
 # Every other claim must have them from the start.
 PRE_PROTOCOL_V2 = frozenset(
     {
-        "craft",
-        "fed-prior-bank",
         "gckan",
         "inr-error",
-        "polar-vbll",
         "residual-can",
         "safecut",
         "sds-lora",

@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from geode.adapters import adapter_modules, inject_adapters, save_peft_lora
+from geode.adapters import LoRALinear, adapter_modules, inject_adapters, save_peft_lora
 from geode.adapters.polar_vbll import (
     LandingAdamW,
     PoLARLinear,
@@ -189,6 +189,27 @@ def test_predictive_sums_to_one_and_probit_is_close_to_monte_carlo():
     assert torch.equal(p_mc, again)
 
 
+def test_monte_carlo_predictive_uses_the_logit_standard_deviation():
+    # two classes: p_1 = E[sigmoid(z_1 - z_2)], z_1 - z_2 ~ N(m_1 - m_2, v_1 + v_2) exactly (Gauss-Hermite).
+    # A predictive that scaled its noise by the variance instead of the standard deviation (here v = 4 per
+    # logit, so std 2 vs "std" 4) would be off by ~0.07; the Monte Carlo error at 40k draws is ~0.002.
+    head = VBLLClassifier(1, 2, generator=torch_generator(0))
+    with torch.no_grad():
+        head.mean.copy_(torch.tensor([[0.6], [-0.6]]))
+        head.bias.zero_()
+        head.log_std.fill_(0.5 * math.log(3.0))
+        head.log_noise.fill_(0.0)
+    phi = torch.tensor([[1.0], [2.0]])
+    mean, var = head.logit_moments(phi)
+    assert torch.allclose(var, torch.tensor([[4.0, 4.0], [13.0, 13.0]]))
+    x, w = np.polynomial.hermite_e.hermegauss(80)
+    for i in range(2):
+        m, s = float(mean[i, 0] - mean[i, 1]), math.sqrt(float(var[i].sum()))
+        exact = float(np.sum(w / (1 + np.exp(-(m + s * x)))) / math.sqrt(2 * math.pi))
+        p = head.predictive(phi[i : i + 1], n_samples=40000, generator=torch_generator(3))
+        assert float(p[0, 0]) == pytest.approx(exact, abs=0.01)
+
+
 def test_vbll_validation():
     head = VBLLClassifier(6, 4)
     with pytest.raises(ValueError, match=r"features must have shape \(n, 6\)"):
@@ -257,6 +278,61 @@ def test_few_shot_split_is_balanced_and_seeded(data):
     assert torch.equal(x, x2) and torch.equal(y, y2)
 
 
+def test_class_features_of_right_padded_batches_equal_the_unpadded_ones(data):
+    from geode.adapters.polar_vbll import class_features
+
+    (x, _), _ = data
+    model = build_tiny_lm(VOCAB, **TINY).eval()
+    lengths = [x.shape[1], x.shape[1] - 2, 3, x.shape[1] - 1]
+    pad_id = 0
+    rows, masks = [], []
+    for i, n in enumerate(lengths):
+        row = torch.full((x.shape[1],), pad_id, dtype=x.dtype)
+        row[:n] = x[i, :n]
+        rows.append(row)
+        masks.append(torch.arange(x.shape[1]) < n)
+    ids, mask = torch.stack(rows), torch.stack(masks).long()
+    with torch.no_grad():
+        padded = class_features(model, ids, attention_mask=mask, chunk=3)  # chunks split the batch too
+        for i, n in enumerate(lengths):
+            alone = class_features(model, x[i : i + 1, :n])
+            torch.testing.assert_close(padded[i : i + 1], alone, atol=1e-5, rtol=1e-5)
+        # without the mask the last position is a pad token: a different (wrong) feature
+        assert not torch.allclose(class_features(model, ids)[2], padded[2], atol=1e-3)
+    with pytest.raises(ValueError, match="right-padded"):
+        class_features(model, ids, attention_mask=mask.flip(1))
+    with pytest.raises(ValueError, match="without any real token"):
+        class_features(model, ids, attention_mask=torch.zeros_like(mask))
+    with pytest.raises(ValueError, match="shape of input_ids"):
+        class_features(model, ids, attention_mask=mask[:, 1:])
+
+
+def test_training_and_prediction_take_the_attention_mask(data):
+    (x, y), (xt, _) = data
+    model = build_tiny_lm(VOCAB, **TINY)
+    inject_adapters(model, ["q_proj", "v_proj"], lambda lin: LoRALinear(lin, 2, generator=torch_generator(0)))
+    head = VBLLClassifier(32, 3, generator=torch_generator(1))
+    # prediction: an all-ones mask changes nothing; a right-padded copy gives the unpadded predictive
+    p0 = predict_proba(model, head, xt, n_samples=8, generator=torch_generator(0))
+    p1 = predict_proba(model, head, xt, n_samples=8, generator=torch_generator(0), attention_mask=torch.ones_like(xt))
+    padded = torch.cat([xt, torch.zeros_like(xt[:, :3])], 1)
+    mask = torch.cat([torch.ones_like(xt), torch.zeros_like(xt[:, :3])], 1)
+    p2 = predict_proba(model, head, padded, n_samples=8, generator=torch_generator(0), attention_mask=mask)
+    torch.testing.assert_close(p0, p1, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(p0, p2, atol=1e-5, rtol=1e-4)
+    # training on a right-padded batch runs with its mask
+    xp = torch.cat([x, torch.zeros_like(x[:, :2])], 1)
+    mp = torch.cat([torch.ones_like(x), torch.zeros_like(x[:, :2])], 1)
+    hist = train_vbll_alternating(
+        model, head, xp, y, rounds=1, backbone_steps=2, head_steps=2, batch_size=8, attention_mask=mp
+    )
+    assert np.isfinite(hist["backbone_loss"]).all()
+    losses = train_map(model, nn.Linear(32, 3), xp, y, steps=2, batch_size=8, attention_mask=mp)
+    assert np.isfinite(losses).all()
+    with pytest.raises(ValueError, match="attention_mask"):
+        train_map(model, nn.Linear(32, 3), x, y, steps=1, attention_mask=mp)
+
+
 def test_map_and_alternating_vbll_training(data):
     (x, y), (xt, yt) = data
     model = build_tiny_lm(VOCAB, **TINY)
@@ -316,3 +392,60 @@ def test_polar_vbll_on_smollm2_one_backbone_pass():
     assert class_features(model, x).shape == (6, 576)
     probs = predict_proba(model, head, x, n_samples=8, generator=torch_generator(2))
     assert torch.allclose(probs.sum(1), torch.ones(6), atol=1e-5)
+
+
+def test_run_method_reports_delta_norm_train_accuracy_and_keeps_map_logits(data):
+    train, test = data
+    out = run_method(
+        "lora-map",
+        build_tiny_lm(VOCAB, **TINY),
+        train,
+        {"val": test, "id": test},
+        n_classes=3,
+        r=2,
+        alpha=4,
+        steps=3,
+        batch_size=8,
+        weight_decay=0.0,
+        seed=0,
+        keep_probs=True,
+    )
+    assert out["delta_fro"] > 0 and 0 <= out["train_acc"] <= 1
+    probs = torch.softmax(out["logits"]["id"], -1)
+    torch.testing.assert_close(probs, out["probs"]["id"].to(probs.dtype))
+    assert out["val_nll"] == pytest.approx(out["id_nll"])
+
+
+def test_fitted_temperature_minimises_the_validation_nll():
+    from geode.adapters.polar_vbll.claim import _fit_temperature
+
+    g = torch_generator(0)
+    logits = torch.randn(400, 5, generator=g, dtype=torch.float64) * 2
+    labels = torch.distributions.Categorical(logits=logits / 2.5).sample()  # the true temperature is 2.5
+    t = _fit_temperature(logits, labels)
+
+    def nll(tt):
+        return float(torch.nn.functional.cross_entropy(logits / tt, labels))
+
+    assert nll(t) <= min(nll(t * 1.05), nll(t / 1.05)) + 1e-12
+    assert 1.5 < t < 4.0
+
+
+def test_claim_keeps_its_thresholds_with_bounds_floors_and_controls():
+    from geode.claims import load_claim
+
+    c = load_claim("polar-vbll")
+    th = {t.name: t for t in c.thresholds}
+    for name, metric, op, value in (
+        ("ece_id", "id_ece_margin", ">", 0.0),
+        ("nll_id", "id_nll_margin", ">", 0.0),
+        ("ece_ood", "ood_ece_margin", ">", 0.0),
+        ("nll_ood", "ood_nll_margin", ">", 0.0),
+        ("acc", "acc_vs_lora_map_points", ">=", -1.0),
+        ("srank", "srank_polar_minus_lora", ">", 0.0),
+    ):
+        t = th[name]
+        assert (t.metric, t.op, t.value, t.agg) == (metric, op, value, "bound95") and t.controls
+    assert c.reproduced == "ece_id and nll_id and ece_ood and nll_ood and acc and srank"
+    assert c.partial == "ece_id and nll_id" and c.validity == "methods_learn and frames_orthonormal"
+    assert c.revision == 2

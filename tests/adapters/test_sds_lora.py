@@ -179,7 +179,7 @@ def test_sds_in_peft_matches_the_closed_form_and_saves_as_lora(tmp_path):
     base = build_tiny_lm(VOCAB, **TINY)
     pm = peft.get_peft_model(base, sds_lora_config(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]))
     layer = pm.base_model.model.model.layers[0].self_attn.q_proj
-    assert type(layer).__name__ == "SDSPeftLinear"
+    assert type(layer).__name__ == "SDSPeftLinearPolar" and layer.sds_basis == "polar"  # the default basis
     with torch.no_grad():
         for n, p in pm.named_parameters():
             if "lora_B" in n:
@@ -252,3 +252,46 @@ def test_sds_lora_on_smollm2_trains_and_round_trips_through_peft(tmp_path):
     loaded = peft.PeftModel.from_pretrained(fresh, str(tmp_path))
     with torch.no_grad():
         assert torch.allclose(loaded(input_ids=ids).logits, after, atol=1e-4)
+
+
+def test_polar_basis_gives_a_descent_step_where_qr_does_not():
+    # B = Q R with Q = I and R = [[1, 10], [0, 1]], A = I: the induced step on W is B Q_B^T G + G Q_A A.
+    # QR: Q_B = I, B Q_B^T = R (not symmetric): <G, R G> + |G|^2 < 0 for G = u e_1^T, u = (1, -0.5).
+    # Polar: B Q_B^T = U S U^T >= 0, Q_A A = I: the inner product is >= |G|^2 > 0.
+    b = torch.tensor([[1.0, 10.0], [0.0, 1.0]], dtype=torch.float64)
+    a = torch.eye(2, dtype=torch.float64)
+    g = torch.tensor([[1.0, 0.0], [-0.5, 0.0]], dtype=torch.float64)
+    inner = {}
+    for basis in ("qr", "polar"):
+        ga, gb = sds_lora_gradients(g, a, b, 1.0, basis)
+        step = b @ ga + gb @ a
+        inner[basis] = float((g * step).sum())
+    assert inner["qr"] == pytest.approx(-3.75 + 1.25)  # uᵀRu + |G|² = (1 - 5 + 0.25) + 1.25
+    assert inner["polar"] >= float((g * g).sum()) - 1e-12
+    # a small step along -step raises the linear loss <G, W> with QR and lowers it with polar
+    w = b @ a
+    for basis, sign in (("qr", 1.0), ("polar", -1.0)):
+        ga, gb = sds_lora_gradients(g, a, b, 1.0, basis)
+        w_new = (b - 1e-3 * gb) @ (a - 1e-3 * ga)
+        assert sign * float((g * (w_new - w)).sum()) > 0
+
+
+def test_polar_is_the_default_basis():
+    import inspect
+
+    from geode.adapters.sds_lora import sds_lora_config, sds_lora_delta
+
+    for fn in (orthonormal_basis, sds_lora_gradients, sds_lora_delta, sds_lora_config, SDSLoRALinear.__init__):
+        params = inspect.signature(fn).parameters
+        assert (params.get("basis") or params.get("method")).default == "polar", fn
+    assert SDSLoRALinear(nn.Linear(4, 3), 2).basis == "polar"
+
+
+def test_sds_lora_config_refuses_gpt2_conv1d_targets():
+    peft = pytest.importorskip("peft")
+    from geode.adapters.sds_lora import sds_lora_config
+    from geode.models import build_tiny_lm
+
+    model = build_tiny_lm(32, arch="gpt2", d_model=16, n_layers=1, n_heads=2, seed=0)
+    with pytest.raises(TypeError, match="nn.Linear targets only.*Conv1D"):
+        peft.get_peft_model(model, sds_lora_config(r=2, lora_alpha=4, target_modules=["c_attn"]))

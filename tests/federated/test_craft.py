@@ -230,14 +230,79 @@ def test_craft_in_the_simulator_with_a_failing_client():
     np.testing.assert_allclose(fedavg.parameters[0], [0.5, 0.5], atol=1e-6)
 
 
+def test_agreeing_clients_give_one_kth_of_the_unit_direction():
+    # K identical directions (any sizes, any weights): u.x = w_i is inconsistent, the least-squares solution
+    # is u * mean(w) = u / K, so the step is eta_s / K, not FedAvg's step and not eta_s
+    rng = np.random.default_rng(11)
+    u = rng.normal(size=30)
+    u /= np.linalg.norm(u)
+    for k in (1, 2, 5, 20):
+        g = np.outer(rng.uniform(0.01, 100, size=k), u)
+        x = craft_direction(g, rng.integers(1, 100, size=k))
+        np.testing.assert_allclose(x, u / k, atol=1e-12)
+        out = CRAFT(0.4).aggregate([np.zeros(30)], [[-row] for row in g], [1] * k)
+        assert np.linalg.norm(out[0]) == pytest.approx(0.4 / k, rel=1e-12)
+
+
+@pytest.mark.parametrize("theta_deg", [10.0, 90.0, 170.0, 179.9])
+def test_two_clients_at_an_angle_give_the_closed_form_norm(theta_deg):
+    # u1, u2 at angle theta, equal weights: x = (u1 + u2) / (2 (1 + cos theta)), |x| = 1 / (2 cos(theta / 2))
+    th = np.deg2rad(theta_deg)
+    g = np.array([[1.0, 0.0, 0.0], [np.cos(th), np.sin(th), 0.0]]) * np.array([[3.0], [0.2]])
+    x = craft_direction(g, [5, 5])
+    assert np.linalg.norm(x) == pytest.approx(1 / (2 * np.cos(th / 2)), rel=1e-9)
+    if theta_deg == 179.9:
+        assert np.linalg.norm(x) > 500  # unbounded near opposition (573 at 179.9 degrees)
+
+
+def test_max_step_norm_caps_long_steps_only_and_keeps_the_direction():
+    th = np.deg2rad(179.9)
+    clients = [[np.array([-1.0, 0.0, 0.0])], [np.array([-np.cos(th), -np.sin(th), 0.0])]]  # g_i = 0 - theta_i
+    glob = [np.zeros(3)]
+    free = CRAFT(0.1)
+    step_free = free.aggregate(glob, clients, [1, 1])[0]
+    capped = CRAFT(0.1, max_step_norm=1.0)
+    step_cap = capped.aggregate(glob, clients, [1, 1])[0]
+    assert np.linalg.norm(step_free) == pytest.approx(0.1 * 573, rel=0.01)
+    assert np.linalg.norm(step_cap) == pytest.approx(0.1, rel=1e-12)
+    np.testing.assert_allclose(step_cap / np.linalg.norm(step_cap), step_free / np.linalg.norm(step_free), atol=1e-12)
+    assert capped.last_direction_norms == pytest.approx(free.last_direction_norms)
+    # the reference is the uncapped direction in both: the next round is the same up to the step length
+    np.testing.assert_allclose(capped._reference[0], free._reference[0])
+    # a short step is left alone
+    short = [[np.array([-1.0, 0.0, 0.0])], [np.array([0.0, -1.0, 0.0])]]
+    np.testing.assert_array_equal(
+        CRAFT(0.1, max_step_norm=1.0).aggregate(glob, short, [1, 1])[0], CRAFT(0.1).aggregate(glob, short, [1, 1])[0]
+    )
+    with pytest.raises(ValueError, match="max_step_norm"):
+        CRAFT(0.1, max_step_norm=0.0)
+
+
 def test_claim_is_registered_with_the_issues_thresholds():
     from geode.claims import load_claim
 
     c = load_claim("craft")
-    th = {t.name: (t.metric, t.op, t.value) for t in c.thresholds}
-    assert th == {
-        "worst_up_5pt": ("worst_acc_gain_points", ">=", 5.0),
-        "mean_within_1pt": ("mean_acc_gap_points", ">=", -1.0),
-    }
+    th = {t.name: (t.metric, t.op, t.value, t.agg) for t in c.thresholds}
+    assert th["worst_up_5pt"] == ("worst_gain_vs_named_points", ">=", 5.0, "bound95")
+    assert th["mean_within_1pt"] == ("mean_gap_vs_named_points", ">=", -1.0, "bound95")
+    assert th["worst_above_strongest"][:3] == ("worst_gain_vs_best_points", ">=", 0.0)
     assert c.reproduced == "worst_up_5pt and mean_within_1pt" and c.partial == "worst_up_5pt"
+    assert c.validity == "fedavg_learns and craft_trains" and c.revision == 2
     assert "CRAFT" in c.doc
+
+
+def test_tuning_grids_are_equal_in_size_and_fedavg_has_a_server_step():
+    from geode.federated.craft.experiment import FLSetup, _strategy, grids
+    from geode.federated.strategies import FedAvgM
+
+    g = grids(FLSetup())
+    sizes = {m: len(next(iter(v.values()))) for m, v in g.items()}
+    assert set(sizes) == {"FedAvg", "CRAFT", "FedAvgM", "QFedAvg", "FedProx"} and len(set(sizes.values())) == 1
+    assert max(g["FedAvgM"]["momentum"]) == 0.99 and max(g["FedAvg"]["server_lr"]) >= 8
+    s = _strategy(FLSetup(), [[0]], "FedAvg", 4.0)
+    assert isinstance(s, FedAvgM) and s.server_learning_rate == 4.0 and s.server_momentum == 0.0
+    # FedAvg with server lr eta moves eta times as far as plain FedAvg
+    glob, clients = [np.zeros(3)], [[np.array([1.0, 2.0, 3.0])], [np.array([3.0, 2.0, 1.0])]]
+    np.testing.assert_allclose(
+        s.aggregate(glob, clients, [1, 1])[0], 4.0 * FedAvg().aggregate(glob, clients, [1, 1])[0]
+    )

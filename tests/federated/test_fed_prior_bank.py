@@ -260,14 +260,83 @@ def test_flow_data_structure_and_determinism():
         make_flow_data(0, noise_scale=0.0)
 
 
+def test_distribution_calibration_follows_the_published_recipe(monkeypatch):
+    # the authors' evaluate_DC.py: Tukey x**0.5 of the support, mean of the k nearest base means and the
+    # support point, covariance = mean of their covariances + alpha on EVERY entry, 750 samples per class
+    from geode.federated.fed_prior_bank import fewshot
+
+    rng = np.random.default_rng(8)
+    d = 4
+    names = ["DoS Hulk", "DoS slowloris", "Bot", "PortScan"]
+    emb, _ = embed_phrases(names, "hashing")
+    means = np.abs(rng.normal(size=(4, d))) * 3
+    a = rng.normal(size=(4, d, d))
+    covs = a @ a.transpose(0, 2, 1) + np.eye(d)
+    bank = PriorBank(names, emb, means, covs, np.full(4, 50.0))
+    seen = []
+    real = fewshot._gaussian_samples
+
+    def spy(r, mu, cov, n):
+        seen.append((mu.copy(), cov.copy(), n))
+        return real(r, mu, cov, n)
+
+    monkeypatch.setattr(fewshot, "_gaussian_samples", spy)
+    xs = np.abs(rng.normal(size=(5, d))) * 3  # 5-shot: five support points of class 0, five of class 1
+    xs = np.concatenate([xs, xs[:5] + 4.0])
+    ys = np.repeat([0, 1], 5)
+    DistributionCalibration(bank, k=2, alpha=0.3, seed=0).fit(xs, ys)
+    assert len(seen) == 10 and all(n == 150 for _, _, n in seen)  # 750 per class, split over 5 shots
+    mu, cov, _ = seen[0]
+    t = np.sqrt(xs[0])
+    near = np.argsort(np.linalg.norm(means - t, axis=1))[:2]
+    np.testing.assert_allclose(mu, (means[near].sum(0) + t) / 3)
+    np.testing.assert_allclose(cov, covs[near].mean(0) + 0.3)  # off-diagonal entries too, not 0.3 * I
+    assert not np.allclose(cov, covs[near].mean(0) + 0.3 * np.eye(d))
+
+
+def test_tukey_transform_and_its_place_in_distribution_calibration():
+    from geode.federated.fed_prior_bank.fewshot import tukey
+
+    x = np.array([[0.0, 1.0, 4.0, -9.0]])
+    np.testing.assert_allclose(tukey(x, 0.5), [[0.0, 1.0, 2.0, -3.0]])
+    np.testing.assert_array_equal(tukey(x, None), x)
+    np.testing.assert_allclose(tukey(x, 0.0), np.sign(x) * np.log1p(np.abs(x)))
+    # DC with beta = 0.5 on x is DC without a transform on sqrt(x): same samples, same classifier
+    rng = np.random.default_rng(9)
+    bank = _bank(rng)
+    bank.means[:] = np.abs(bank.means)
+    xs = np.abs(bank.means[:3] + 0.1 * rng.normal(size=(3, 4)))
+    xq = np.abs(np.repeat(bank.means[:3], 5, axis=0) + 0.3 * rng.normal(size=(15, 4)))
+    a = DistributionCalibration(bank, n_samples=60, seed=1).fit(xs, np.arange(3))
+    b = DistributionCalibration(bank, n_samples=60, seed=1, tukey_beta=None).fit(np.sqrt(xs), np.arange(3))
+    np.testing.assert_array_equal(a.predict(xq), b.predict(np.sqrt(xq)))
+    np.testing.assert_allclose(a.model_.coef_, b.model_.coef_)
+    with pytest.raises(ValueError, match="tukey_beta"):
+        DistributionCalibration(bank, tukey_beta=-1.0)
+
+
+def test_rare_flows_split_into_disjoint_validation_and_test_halves():
+    from geode.federated.fed_prior_bank.experiment import BankSetup, _split_rare, grids
+
+    y = np.repeat(np.arange(6), 40)
+    val, test = _split_rare(y, np.random.default_rng(0))
+    assert not set(val) & set(test) and len(val) + len(test) == y.size
+    assert all((y[val] == c).sum() == 20 == (y[test] == c).sum() for c in range(6))
+    g = grids(BankSetup())
+    assert g["ProtoNet"] == [{}] and g["DC"] == g["DC-tukey-moments"] and set(g) >= {"PriorBank", "MAP-feature"}
+    assert len({len(next(iter(v.values()))) for m, v in g.items() if m != "ProtoNet"}) == 1  # equal budgets
+
+
 def test_claim_is_registered_with_the_issues_thresholds():
     from geode.claims import load_claim
 
     c = load_claim("fed-prior-bank")
     th = {t.name: (t.metric, t.op, t.value) for t in c.thresholds}
-    assert th == {
-        "beats_protonet_2pt": ("gain_1shot_points", ">=", 2.0),
-        "larger_at_1shot": ("gain_1shot_minus_5shot_points", ">", 0.0),
-        "beats_protonet": ("gain_1shot_points", ">", 0.0),
-    }
-    assert c.reproduced == "beats_protonet_2pt and larger_at_1shot" and c.partial == "beats_protonet"
+    assert th["beats_protonet_2pt"] == ("gain_1shot_points", ">=", 2.0)
+    assert th["larger_at_1shot"] == ("gain_1shot_minus_5shot_points", ">", 0.0)
+    assert th["beats_protonet"] == ("gain_1shot_points", ">", 0.0)
+    assert th["beats_matched"] == ("gain_vs_matched_1shot_points", ">", 0.0)
+    assert all(t.agg in ("bound95", "all") for t in c.thresholds)
+    assert c.reproduced == "beats_protonet_2pt and larger_at_1shot and beats_matched" and c.partial == "beats_protonet"
+    assert c.validity == "encoder_learns and task_learnable and semantic_encoder"
+    assert c.assets == ("minilm",) and c.revision == 2

@@ -21,7 +21,7 @@ from torch import nn
 
 from geode.adapters.lora import LoRALinear, adapter_modules, inject_adapters
 from geode.adapters.polar_vbll.polar import PoLARLinear
-from geode.adapters.polar_vbll.training import predict_proba, train_map, train_vbll_alternating
+from geode.adapters.polar_vbll.training import class_features, predict_proba, train_map, train_vbll_alternating
 from geode.adapters.polar_vbll.vbll import VBLLClassifier, expected_calibration_error, negative_log_likelihood
 from geode.core.linalg import stable_rank
 from geode.core.random import as_generator, torch_generator
@@ -73,12 +73,14 @@ def run_method(
     batch_size: int = 64,
     lr: float = 3e-3,
     lr_head: float = 1e-2,
+    weight_decay: float = 1e-2,
     landing_lambda: float = 1.0,
     vbll_kwargs: dict[str, Any] | None = None,
     n_samples: int = 256,
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
-) -> dict[str, float]:
+    keep_probs: bool = False,
+) -> dict[str, Any]:
     """Adapt ``model`` (in place) with one of :data:`METHODS` and evaluate it on each test set.
 
     MAP methods take ``steps`` joint steps; VBLL methods ``rounds`` alternations of
@@ -87,9 +89,11 @@ def run_method(
     Returns
     -------
     dict
-        ``<test>_acc``, ``<test>_ece``, ``<test>_nll`` for every test set, ``srank`` (mean stable
-        rank of ΔW over the adapted layers), ``orth_error`` (max Stiefel error of PoLAR's frames, 0
-        for LoRA), ``train_s`` and ``predict_s`` (wall times).
+        ``<test>_acc``, ``<test>_ece``, ``<test>_nll`` for every test set, ``train_acc`` (on the
+        training set), ``srank`` (mean stable rank of ΔW over the adapted layers), ``delta_fro`` (mean
+        Frobenius norm of ΔW over the layers), ``orth_error`` (max Stiefel error of PoLAR's frames, 0
+        for LoRA), ``train_s`` and ``predict_s`` (wall times); with ``keep_probs`` also ``probs``
+        (test name -> predictive probabilities) and ``logits`` (test name -> MAP logits, MAP heads only).
     """
     check_choice("method", method, METHODS)
     adapter, head_kind = method.split("-")
@@ -108,7 +112,16 @@ def run_method(
             head.weight.uniform_(-bound, bound, generator=g)
             head.bias.zero_()
         train_map(
-            model, head, x, y, steps=steps, batch_size=batch_size, lr=lr, landing_lambda=landing_lambda, seed=seed
+            model,
+            head,
+            x,
+            y,
+            steps=steps,
+            batch_size=batch_size,
+            lr=lr,
+            weight_decay=weight_decay,
+            landing_lambda=landing_lambda,
+            seed=seed,
         )
     else:
         head = VBLLClassifier(d, n_classes, generator=g, **(vbll_kwargs or {}))
@@ -123,23 +136,36 @@ def run_method(
             batch_size=batch_size,
             lr=lr,
             lr_head=lr_head,
+            weight_decay=weight_decay,
             landing_lambda=landing_lambda,
             seed=seed,
         )
-    out: dict[str, float] = {"train_s": time.perf_counter() - t0}
+    out: dict[str, Any] = {"train_s": time.perf_counter() - t0}
     t0 = time.perf_counter()
+    kept: dict[str, torch.Tensor] = {}
     for name, (xt, yt) in tests.items():
         probs = predict_proba(model, head, xt, n_samples=n_samples, generator=torch_generator(seed + 17))
         out[f"{name}_acc"] = float((probs.argmax(1) == yt).double().mean())
         out[f"{name}_ece"] = expected_calibration_error(probs, yt, n_bins=15)
         out[f"{name}_nll"] = negative_log_likelihood(probs, yt)
+        kept[name] = probs
     out["predict_s"] = time.perf_counter() - t0
+    with torch.no_grad():
+        p_train = predict_proba(model, head, x, n_samples=n_samples, generator=torch_generator(seed + 18))
+    out["train_acc"] = float((p_train.argmax(1) == y).double().mean())
+    if keep_probs:
+        out["probs"] = kept
+        if head_kind == "map":
+            model.eval()
+            with torch.no_grad():
+                out["logits"] = {n: head(class_features(model, xt)) for n, (xt, _) in tests.items()}
     mods = adapter_modules(model)
     with torch.no_grad():
         out["srank"] = float(np.mean([float(stable_rank(m.delta_weight().double())) for m in mods.values()]))
+        out["delta_fro"] = float(np.mean([float(torch.linalg.norm(m.delta_weight().double())) for m in mods.values()]))
     out["orth_error"] = max(
         (m.orthogonality_error() for m in mods.values() if isinstance(m, PoLARLinear)), default=0.0
     )
     if progress is not None:
-        progress(f"{method} seed {seed}: " + ", ".join(f"{k}={v:.3f}" for k, v in out.items()))
+        progress(f"{method} seed {seed}: " + ", ".join(f"{k}={v:.3f}" for k, v in out.items() if isinstance(v, float)))
     return out

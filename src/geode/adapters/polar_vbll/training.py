@@ -1,7 +1,8 @@
 r"""Training an adapted backbone with a MAP head or a VBLL head (alternating), and one-pass prediction.
 
 The classifier is :math:`p(y \mid x) = \text{head}(\phi_\theta(x))` where :math:`\phi_\theta(x)` is the final
-hidden state of the (adapter-wrapped) causal LM at the last position (:func:`class_features`).
+hidden state of the (adapter-wrapped) causal LM at the last real position (:func:`class_features`; every
+function here takes the ``attention_mask`` of a right-padded batch).
 
 - **MAP** (:func:`train_map`): adapter and a linear head trained jointly on the cross-entropy, AdamW.
 - **VBLL** (:func:`train_vbll_alternating`), the alternating scheme of PoLAR-VBLL:
@@ -35,26 +36,59 @@ from geode.core.validation import check_int, check_positive, check_real
 __all__ = ["class_features", "predict_proba", "train_map", "train_vbll_alternating"]
 
 
-def class_features(model: nn.Module, input_ids: torch.Tensor, *, chunk: int = 256) -> torch.Tensor:
-    """Final hidden state at the last position, shape (n, d_model); gradients flow unless under ``no_grad``.
+def class_features(
+    model: nn.Module, input_ids: torch.Tensor, *, attention_mask: torch.Tensor | None = None, chunk: int = 256
+) -> torch.Tensor:
+    """Final hidden state at the last real position, shape (n, d_model); gradients flow unless under ``no_grad``.
 
-    ``model`` is a Hugging Face causal LM (its ``base_model`` returns ``last_hidden_state``).
+    ``model`` is a Hugging Face causal LM (its ``base_model`` returns ``last_hidden_state``). Without
+    ``attention_mask`` every sequence is taken to fill its row and the feature is the state at the last
+    position. With a right-padded batch pass its ``attention_mask`` (1 on real tokens, 0 on padding, shape
+    ``(n, seq_len)``): it goes to the model and the feature of row ``i`` is the state at its last real token
+    (the last position where the mask is 1), so padding changes nothing. Left padding is not supported by
+    this rule (the model's position ids would shift); pad on the right.
     """
     if input_ids.ndim != 2:
         raise ValueError(f"input_ids must have shape (n, seq_len); got {tuple(input_ids.shape)}")
     check_int("chunk", chunk, low=1)
-    outs = [
-        model.base_model(input_ids=input_ids[i : i + chunk]).last_hidden_state[:, -1, :]
-        for i in range(0, len(input_ids), chunk)
-    ]
+    if attention_mask is not None:
+        if attention_mask.shape != input_ids.shape:
+            raise ValueError(
+                f"attention_mask must have the shape of input_ids {tuple(input_ids.shape)}; "
+                f"got {tuple(attention_mask.shape)}"
+            )
+        mask = attention_mask.bool()
+        if not bool(mask.any(1).all()):
+            raise ValueError("attention_mask has a row without any real token")
+        # index of the last 1 in each row
+        last = mask.shape[1] - 1 - mask.flip(1).to(torch.int8).argmax(1)
+        if bool((mask[:, 1:] & ~mask[:, :-1]).any()):  # a real token after padding
+            raise ValueError("attention_mask must be right-padded: each row's real tokens first, then padding")
+    outs = []
+    for i in range(0, len(input_ids), chunk):
+        if attention_mask is None:
+            outs.append(model.base_model(input_ids=input_ids[i : i + chunk]).last_hidden_state[:, -1, :])
+        else:
+            h = model.base_model(
+                input_ids=input_ids[i : i + chunk], attention_mask=attention_mask[i : i + chunk]
+            ).last_hidden_state
+            outs.append(h[torch.arange(len(h)), last[i : i + chunk]])
     return torch.cat(outs) if len(outs) > 1 else outs[0]
 
 
-def _check_data(inputs: torch.Tensor, labels: torch.Tensor) -> None:
+def _check_data(inputs: torch.Tensor, labels: torch.Tensor, attention_mask: torch.Tensor | None = None) -> None:
     if inputs.ndim != 2 or labels.ndim != 1 or len(inputs) != len(labels):
         raise ValueError(
             f"inputs (n, seq_len) and labels (n,) must match; got {tuple(inputs.shape)}, {tuple(labels.shape)}"
         )
+    if attention_mask is not None and attention_mask.shape != inputs.shape:
+        raise ValueError(
+            f"attention_mask must have the shape of inputs {tuple(inputs.shape)}; got {tuple(attention_mask.shape)}"
+        )
+
+
+def _rows(mask: torch.Tensor | None, idx: torch.Tensor) -> torch.Tensor | None:
+    return None if mask is None else mask[idx]
 
 
 def _adapter_optimizer(
@@ -78,13 +112,15 @@ def train_map(
     weight_decay: float = 1e-2,
     landing_lambda: float = 1.0,
     seed: int = 0,
+    attention_mask: torch.Tensor | None = None,
 ) -> np.ndarray:
     """Train adapter and linear head jointly on the cross-entropy (MAP); returns the loss per step.
 
     ``model`` must already hold its adapters (only parameters with ``requires_grad`` train); the
-    head is an ``nn.Linear(d_model, K)`` that is added to the optimiser here.
+    head is an ``nn.Linear(d_model, K)`` that is added to the optimiser here. ``attention_mask``: that of
+    a right-padded ``inputs`` (see :func:`class_features`).
     """
-    _check_data(inputs, labels)
+    _check_data(inputs, labels, attention_mask)
     steps = check_int("steps", steps, low=1)
     batch_size = check_int("batch_size", batch_size, low=1)
     check_positive("lr", lr)
@@ -100,7 +136,7 @@ def train_map(
     model.train()
     for step in range(steps):
         idx = torch.from_numpy(rng.choice(n, size=min(batch_size, n), replace=False))
-        logits = head(class_features(model, inputs[idx]))
+        logits = head(class_features(model, inputs[idx], attention_mask=_rows(attention_mask, idx)))
         loss = nn.functional.cross_entropy(logits, labels[idx])
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -137,6 +173,7 @@ def train_vbll_alternating(
     weight_decay: float = 1e-2,
     landing_lambda: float = 1.0,
     seed: int = 0,
+    attention_mask: torch.Tensor | None = None,
 ) -> dict[str, np.ndarray]:
     """PoLAR-VBLL's alternating optimisation (see the module docstring); returns the loss histories.
 
@@ -156,12 +193,14 @@ def train_vbll_alternating(
         On the adapter's non-Stiefel parameters (the head has its KL term instead).
     landing_lambda : float
     seed : int
+    attention_mask : tensor, optional
+        That of a right-padded ``inputs`` (see :func:`class_features`).
 
     Returns
     -------
     dict with ``backbone_loss`` (per adapter step) and ``head_loss`` (the last loss of each head phase).
     """
-    _check_data(inputs, labels)
+    _check_data(inputs, labels, attention_mask)
     rounds = check_int("rounds", rounds, low=1)
     backbone_steps = check_int("backbone_steps", backbone_steps, low=1)
     head_steps = check_int("head_steps", head_steps, low=1)
@@ -181,7 +220,7 @@ def train_vbll_alternating(
     def head_phase() -> None:
         model.eval()
         with torch.no_grad():
-            feats = class_features(model, inputs)
+            feats = class_features(model, inputs, attention_mask=attention_mask)
         model.train()
         head_losses.append(_head_phase(head, opt_head, feats, labels, head_steps))
 
@@ -191,7 +230,9 @@ def train_vbll_alternating(
             p.requires_grad_(False)
         for _ in range(backbone_steps):
             idx = torch.from_numpy(rng.choice(n, size=min(batch_size, n), replace=False))
-            loss = head.loss(class_features(model, inputs[idx]), labels[idx], n)
+            loss = head.loss(
+                class_features(model, inputs[idx], attention_mask=_rows(attention_mask, idx)), labels[idx], n
+            )
             opt_body.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(body, 1.0)
@@ -210,12 +251,16 @@ def predict_proba(
     *,
     n_samples: int = 256,
     generator: torch.Generator | None = None,
+    attention_mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Class probabilities from one backbone pass: softmax of a linear head, or a VBLL head's predictive."""
+    """Class probabilities from one backbone pass: softmax of a linear head, or a VBLL head's predictive.
+
+    ``attention_mask``: that of a right-padded ``inputs`` (see :func:`class_features`).
+    """
     was = model.training
     model.eval()
     with torch.no_grad():
-        feats = class_features(model, inputs)
+        feats = class_features(model, inputs, attention_mask=attention_mask)
         if isinstance(head, VBLLClassifier):
             probs = head.predictive(feats, n_samples=n_samples, generator=generator)
         else:

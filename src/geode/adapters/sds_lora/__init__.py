@@ -22,14 +22,17 @@ Details we inferred (no code or equations of the paper were available to us):
   backpropagates only through the orthonormal bases ... independent of their scales") and the
   predecessor methods (scaled GD / Riemannian preconditioned LoRA, whose :math:`(B^\top B)^{-1}` this is
   the square root of).
-- The bases are the Q factors of thin QR decompositions with :math:`\operatorname{diag}(R) \ge 0`
-  (:func:`geode.core.sign_fixed_qr`), recomputed at every backward outside autograd; the polar factor
-  :math:`UV^\top` is an option (``basis="polar"``). Without the sign fix, Householder QR flips column
+- The bases are the polar factors :math:`UV^\top` of :math:`B` and :math:`A^\top` (default
+  ``basis="polar"``), recomputed at every backward outside autograd: with them the induced step on
+  :math:`\Delta W` is always a descent direction (:math:`BQ_B^\top` and :math:`Q_A A` are positive
+  semi-definite). The Q factors of thin QR with :math:`\operatorname{diag}(R) \ge 0`
+  (:func:`geode.core.sign_fixed_qr`, ``basis="qr"``, the default before issue 20) are an option; they do
+  not guarantee descent (a counterexample is tested). Without the sign fix, Householder QR flips column
   signs from step to step and training diverges (found in the project's pre-check).
 - The gradient reaching the layer's input is the exact one, :math:`s A^\top B^\top g`: the paper's rule is
   about the factors only, and layers below should see the true gradient.
-- Initialisation as LoRA (:math:`A` Kaiming-uniform, :math:`B = 0`); with :math:`B = 0` the QR basis of
-  :math:`B` is arbitrary but deterministic (the first unit vectors), so :math:`A` moves at step 0 too.
+- Initialisation as LoRA (:math:`A` Kaiming-uniform, :math:`B = 0`); with :math:`B = 0` the basis of
+  :math:`B` is arbitrary but deterministic (orthonormal either way), so :math:`A` moves at step 0 too.
 - The claim check: (a) the matrix-factorisation sweep of the notes (rank-4 target of condition number
   :math:`\kappa` in :math:`\mathbb{R}^{64 \times 64}`, singular values geometric from 1 to :math:`1/\kappa`, LoRA
   initialisation, plain gradient descent, best learning rate of a grid per method and :math:`\kappa`,

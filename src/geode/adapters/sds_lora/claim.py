@@ -1,4 +1,11 @@
-"""Claim check of SDS-LoRA: LoRA's convergence degrades with the condition number, SDS-LoRA's does not."""
+"""Claim check of SDS-LoRA: LoRA's convergence degrades with the condition number, SDS-LoRA's does not.
+
+Revision 2 (issue 20, components only): ``SDSLoRALinear`` now defaults to the polar basis (the one that
+guarantees a descent step; the sign-fixed QR basis does not), so part (b)'s SDS-LoRA runs use polar bases;
+part (a) still reports both bases. The protocol-v2 rework of this claim (tuning, floors, controls, the
+fitted exponent of steps against kappa, an Adam run, the dual-branch reading of Equation 8) is not done yet:
+the claim stays in ``PRE_PROTOCOL_V2``.
+"""
 
 from __future__ import annotations
 
@@ -202,6 +209,7 @@ def _smollm2(cfg: dict[str, Any], seed: int) -> list[dict[str, Any]]:
     reproduced="a_sds_flat and a_lora_degrades and b_all_seeds",
     partial="a_sds_flat and a_lora_degrades",
     key_metric="mf_sds_growth",
+    revision=2,
 )
 def run(mode: str, seed: int) -> Outcome:
     import matplotlib

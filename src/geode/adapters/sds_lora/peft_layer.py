@@ -16,11 +16,11 @@ from peft.tuners.lora.layer import Linear as PeftLoraLinear
 
 from geode.adapters.sds_lora.sds import sds_lora_delta
 
-__all__ = ["SDSPeftLinear", "SDSPeftLinearPolar"]
+__all__ = ["SDSPeftLinear", "SDSPeftLinearPolar", "refused_layer_types"]
 
 
 class SDSPeftLinear(PeftLoraLinear):
-    """PEFT's LoRA ``Linear`` with the SDS-LoRA backward (class attribute ``sds_basis``: ``"qr"``/``"polar"``)."""
+    """PEFT's LoRA ``Linear`` with the SDS-LoRA backward and sign-fixed QR bases (``sds_basis = "qr"``)."""
 
     sds_basis = "qr"
 
@@ -48,6 +48,32 @@ class SDSPeftLinear(PeftLoraLinear):
 
 
 class SDSPeftLinearPolar(SDSPeftLinear):
-    """:class:`SDSPeftLinear` with polar-factor bases."""
+    """:class:`SDSPeftLinear` with polar-factor bases (the default of ``sds_lora_config``)."""
 
     sds_basis = "polar"
+
+
+class _RefusedLayer:
+    """Registered for every non-``nn.Linear`` layer type: SDS-LoRA is defined for ``nn.Linear`` only."""
+
+    def __init__(self, target: Any, adapter_name: str, config: Any = None, **kwargs: Any) -> None:
+        base = target.get_base_layer() if hasattr(target, "get_base_layer") else target
+        raise TypeError(
+            f"SDS-LoRA supports nn.Linear targets only; target_modules matched a {type(base).__name__} "
+            f"(GPT-2-style Conv1D, embedding or convolution) that would silently become a plain LoRA layer. "
+            "Narrow target_modules, use a plain peft.LoraConfig for those layers, or a model with nn.Linear "
+            "projections."
+        )
+
+
+def refused_layer_types() -> dict[type, type]:
+    """Layer types that :func:`~geode.adapters.sds_lora.sds_lora_config` refuses (mapped to a raising class)."""
+    from torch import nn
+
+    out: dict[type, type] = {t: _RefusedLayer for t in (nn.Embedding, nn.Conv1d, nn.Conv2d, nn.Conv3d)}
+    try:
+        from transformers.pytorch_utils import Conv1D
+    except ImportError:  # pragma: no cover - transformers is in the llm extra with peft
+        return out
+    out[Conv1D] = _RefusedLayer
+    return out

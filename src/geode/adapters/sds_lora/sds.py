@@ -47,10 +47,10 @@ __all__ = [
 ]
 
 BASES = ("qr", "polar")
-"""The orthonormalisations SDS-LoRA can use: sign-fixed thin QR (default) or the polar factor."""
+"""The orthonormalisations SDS-LoRA can use: the polar factor (default) or sign-fixed thin QR."""
 
 
-def orthonormal_basis(m: torch.Tensor, method: str = "qr") -> torch.Tensor:
+def orthonormal_basis(m: torch.Tensor, method: str = "polar") -> torch.Tensor:
     r"""Orthonormal basis :math:`Q` (shape (p, r)) of the columns of ``m`` (shape (p, r), ``p >= r``).
 
     ``"qr"``: the Q of the thin QR with :math:`\operatorname{diag}(R) \ge 0`, the Gram-Schmidt basis
@@ -59,6 +59,12 @@ def orthonormal_basis(m: torch.Tensor, method: str = "qr") -> torch.Tensor:
     from the SVD :math:`m = U \Sigma V^\top`, the orthonormal matrix closest to ``m``. For a
     rank-deficient ``m`` (e.g. :math:`B = 0` at initialisation) the basis is still orthonormal but
     its extra columns are arbitrary (deterministic).
+
+    Only the polar basis guarantees that the step SDS-LoRA induces on :math:`\Delta W` is a descent
+    direction: with it :math:`B Q_B^\top = U \Sigma U^\top` and :math:`Q_A A = V \Sigma V^\top` are positive
+    semi-definite, so :math:`\langle G, B Q_B^\top G + G Q_A A\rangle \ge 0`. With QR,
+    :math:`B Q_B^\top = Q R Q^\top` is not symmetric and the inner product can be negative (e.g.
+    :math:`R = [[1, 10], [0, 1]]`; tested), which is why ``"polar"`` is the default.
     """
     check_choice("method", method, BASES)
     with torch.no_grad():
@@ -67,7 +73,7 @@ def orthonormal_basis(m: torch.Tensor, method: str = "qr") -> torch.Tensor:
 
 
 def sds_lora_gradients(
-    grad_weight: torch.Tensor, lora_A: torch.Tensor, lora_B: torch.Tensor, scaling: float, basis: str = "qr"
+    grad_weight: torch.Tensor, lora_A: torch.Tensor, lora_B: torch.Tensor, scaling: float, basis: str = "polar"
 ) -> tuple[torch.Tensor, torch.Tensor]:
     r"""The closed-form SDS-LoRA gradients :math:`(s Q_B^\top G,\; s G Q_A)` from a full gradient :math:`G`.
 
@@ -125,7 +131,7 @@ class _SDSFunction(torch.autograd.Function):
 
 
 def sds_lora_delta(
-    x: torch.Tensor, lora_A: torch.Tensor, lora_B: torch.Tensor, scaling: float, basis: str = "qr"
+    x: torch.Tensor, lora_A: torch.Tensor, lora_B: torch.Tensor, scaling: float, basis: str = "polar"
 ) -> torch.Tensor:
     r"""The adapter output :math:`s\, B A x` (LoRA's value) with SDS-LoRA's backward.
 
@@ -164,8 +170,9 @@ class SDSLoRALinear(LoRALinear):
     ----------
     base, r, alpha, dropout, use_rslora, init, generator
         As :class:`~geode.adapters.LoRALinear`.
-    basis : {"qr", "polar"}
-        Orthonormalisation of :math:`B` and :math:`A^\top` in the backward.
+    basis : {"polar", "qr"}
+        Orthonormalisation of :math:`B` and :math:`A^\top` in the backward (default ``"polar"``, the one
+        that guarantees a descent step; see :func:`orthonormal_basis`).
 
     Examples
     --------
@@ -174,7 +181,7 @@ class SDSLoRALinear(LoRALinear):
     torch.Size([3, 6])
     """
 
-    def __init__(self, base: nn.Linear, r: int, alpha: float | None = None, *, basis: str = "qr", **kwargs: Any):
+    def __init__(self, base: nn.Linear, r: int, alpha: float | None = None, *, basis: str = "polar", **kwargs: Any):
         super().__init__(base, r, alpha, **kwargs)
         self.basis = check_choice("basis", basis, BASES)
 
@@ -185,8 +192,11 @@ class SDSLoRALinear(LoRALinear):
         return f"{super().extra_repr()}, basis={self.basis!r}"
 
 
-def sds_lora_config(*, basis: str = "qr", **lora_config_kwargs: Any) -> Any:
+def sds_lora_config(*, basis: str = "polar", **lora_config_kwargs: Any) -> Any:
     """A ``peft.LoraConfig`` whose ``nn.Linear`` targets become SDS-LoRA layers (needs ``peft``).
+
+    Any other targeted layer type (GPT-2's ``Conv1D``, embeddings, convolutions) makes ``get_peft_model``
+    raise a ``TypeError`` instead of silently becoming a plain LoRA layer.
 
     Uses PEFT's experimental custom-module hook ``LoraConfig._register_custom_module``. Checkpoints
     saved from the resulting model are ordinary LoRA checkpoints (load them with a plain
@@ -194,7 +204,7 @@ def sds_lora_config(*, basis: str = "qr", **lora_config_kwargs: Any) -> Any:
 
     Parameters
     ----------
-    basis : {"qr", "polar"}
+    basis : {"polar", "qr"}
     **lora_config_kwargs
         Passed to ``peft.LoraConfig`` (``r``, ``lora_alpha``, ``target_modules``, ...).
 
@@ -208,10 +218,12 @@ def sds_lora_config(*, basis: str = "qr", **lora_config_kwargs: Any) -> Any:
         from peft import LoraConfig
     except ImportError:  # pragma: no cover - peft is in the llm extra
         raise ImportError("SDS-LoRA in PEFT needs peft: pip install 'geode[llm]'") from None
-    from geode.adapters.sds_lora.peft_layer import SDSPeftLinear, SDSPeftLinearPolar
+    from geode.adapters.sds_lora.peft_layer import SDSPeftLinear, SDSPeftLinearPolar, refused_layer_types
 
     if lora_config_kwargs.get("use_dora"):
         raise ValueError("use_dora: SDS-LoRA supports plain LoRA only")
     cfg = LoraConfig(**lora_config_kwargs)
-    cfg._register_custom_module({nn.Linear: SDSPeftLinear if basis == "qr" else SDSPeftLinearPolar})
+    mapping: dict[type, type] = {nn.Linear: SDSPeftLinear if basis == "qr" else SDSPeftLinearPolar}
+    mapping.update(refused_layer_types())
+    cfg._register_custom_module(mapping)
     return cfg

@@ -24,10 +24,19 @@ with different weights) :math:`x^\star` is the least-squares solution, :math:`U 
 constraints, :math:`x^\star = \hat g`.
 
 The server then steps :math:`\theta \leftarrow \theta - \eta_s x^\star` group by group and keeps
-:math:`x^\star` (unscaled) as the next reference, :math:`\hat g_{t+1} = x^\star / \|x^\star\|`. Because
-the constraints fix :math:`u_i^\top x = w_i` with unit :math:`u_i`, the step's norm is of order
-:math:`\eta_s` whatever the scale of the client updates: a normalised step with momentum-like
-persistence of :math:`\hat g`.
+:math:`x^\star` (unscaled) as the next reference, :math:`\hat g_{t+1} = x^\star / \|x^\star\|`. The
+constraints fix :math:`u_i^\top x = w_i` with unit :math:`u_i`, so the step does not depend on the
+*scale* of the client updates: a normalised step with momentum-like persistence of :math:`\hat g`. Its
+norm does depend on the *geometry* of the updates:
+
+- clients that all agree (:math:`u_i = u`) give :math:`x^\star = u / K` in the first round (the
+  least-squares solution of :math:`u^\top x = w_i`, whose mean is :math:`1/K`): the FedAvg direction with
+  norm :math:`1/K`, a step of :math:`\eta_s / K` whatever the size of the updates;
+- two equally weighted clients at angle :math:`\theta` give :math:`\|x^\star\| = 1 / (2\cos(\theta/2))`,
+  which grows without bound as they become opposed (5.7 at 170 degrees, 573 at 179.9 degrees).
+
+``max_step_norm`` (off by default, as in the authors' code) caps :math:`\|x^\star\|` per group by
+rescaling it; the capped direction keeps every alignment's sign, so it stays conflict-free.
 
 Groups: a module's weight and bias belong to one group (:func:`module_groups`). With separate
 groups, a bias of size :math:`d_q \le K` makes the system over-determined and CRAFT diverges (the
@@ -242,6 +251,11 @@ class CRAFT(Strategy):
         group.
     rcond : float
         Pseudo-inverse cutoff (see :func:`craft_direction`).
+    max_step_norm : float, optional
+        Cap on :math:`\|x_q^\star\|` per group: a longer direction is rescaled to this norm before the step
+        (the reference stores the direction, so only the step changes). ``None`` (default, the authors'
+        behaviour): no cap, and near-opposed clients can make the step arbitrarily long (see the module
+        docstring). A cap of ``1`` bounds every group's step by :math:`\eta_s`.
 
     Attributes
     ----------
@@ -251,12 +265,23 @@ class CRAFT(Strategy):
     last_feasible : list of bool
         Per group, whether the last round's constraints :math:`U x = w` were met exactly (False when
         they were inconsistent and the least-squares solution was used).
+    last_direction_norms : list of float
+        Per group, :math:`\|x_q^\star\|` of the last round before any cap (the step is
+        :math:`\eta_s` times it, or times ``max_step_norm`` when capped).
     """
 
     name = "CRAFT"
 
-    def __init__(self, server_lr: float = 0.1, groups: Sequence[Sequence[int]] | None = None, *, rcond: float = 1e-6):
+    def __init__(
+        self,
+        server_lr: float = 0.1,
+        groups: Sequence[Sequence[int]] | None = None,
+        *,
+        rcond: float = 1e-6,
+        max_step_norm: float | None = None,
+    ):
         self.server_lr = check_positive("server_lr", server_lr)
+        self.max_step_norm = None if max_step_norm is None else check_positive("max_step_norm", max_step_norm)
         if groups is not None and (isinstance(groups, (str, bytes)) or not isinstance(groups, Sequence)):
             raise TypeError("groups must be a list of lists of parameter indices, or None")
         self.groups = None if groups is None else [list(map(int, g)) for g in groups]
@@ -264,11 +289,13 @@ class CRAFT(Strategy):
         self._reference: list[np.ndarray | None] | None = None
         self.last_alignment: list[np.ndarray] = []
         self.last_feasible: list[bool] = []
+        self.last_direction_norms: list[float] = []
 
     def reset(self) -> None:  # noqa: D102
         self._reference = None
         self.last_alignment = []
         self.last_feasible = []
+        self.last_direction_norms = []
 
     def aggregate(
         self,
@@ -286,6 +313,7 @@ class CRAFT(Strategy):
         new = [np.asarray(g, dtype=np.float64).copy() for g in glob]
         self.last_alignment = []
         self.last_feasible = []
+        self.last_direction_norms = []
         for q, idx in enumerate(groups):
             sizes = [glob[j].size for j in idx]
             d = int(sum(sizes))
@@ -304,9 +332,14 @@ class CRAFT(Strategy):
             self.last_feasible.append(info["feasible"])
             if not info["kept"].any():
                 continue  # every client left this group unchanged: no step, keep the reference
+            xnorm = float(np.linalg.norm(x))
+            self.last_direction_norms.append(xnorm)
+            scale = self.server_lr
+            if self.max_step_norm is not None and xnorm > self.max_step_norm:
+                scale *= self.max_step_norm / xnorm
             col = 0
             for j, sz in zip(idx, sizes):
-                new[j] -= self.server_lr * x[col : col + sz].reshape(glob[j].shape)
+                new[j] -= scale * x[col : col + sz].reshape(glob[j].shape)
                 col += sz
             self._reference[q] = x
         out = []

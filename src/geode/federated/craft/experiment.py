@@ -1,4 +1,4 @@
-"""CRAFT's experiment: label-skewed federated classification, CRAFT against FedAvg and the fairness baselines.
+r"""CRAFT's experiment: label-skewed federated classification, CRAFT against FedAvg and the fairness baselines.
 
 One seed of :func:`run_fl_benchmark` splits a data set into train / validation / test (stratified),
 partitions the training set among clients with Dirichlet label skew, and trains one MLP per method
@@ -7,9 +7,12 @@ with the in-process simulator (all sampled clients of a round trained together b
 test accuracy reweighted by each client's label mix (:func:`~geode.federated.label_mix_accuracy`);
 a method is summarised by the mean, worst, 10th percentile and standard deviation across clients.
 
-Every method with a server hyper-parameter gets the same three-point grid, and the value with the best
-*validation* mean client accuracy is kept (the test set never picks anything): CRAFT's
-:math:`\\eta_s`, FedAvgM's momentum, QFedAvg's :math:`q`, FedProx's :math:`\\mu`. FedAvg has none.
+Equal tuning (:func:`geode.claims.tune`): every method gets the same budget of configurations of its
+server knob, and the one with the best *validation* mean client accuracy is kept (the test set never
+picks anything): FedAvg's server learning rate (FedAvg with a server step, i.e. FedAvgM with momentum
+0), CRAFT's :math:`\eta_s`, FedAvgM's momentum (server lr 1), QFedAvg's :math:`q`, FedProx's
+:math:`\mu`. Two negative controls come with every seed: the selected FedAvg re-run with another
+client-sampling seed (the noise floor of a difference between two runs) and the untrained model.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from geode.claims.tuning import tune
 from geode.core.validation import check_choice, check_int, check_positive
 from geode.federated.clients import BatchedTorchClients
 from geode.federated.craft.aggregation import CRAFT, module_groups
@@ -34,7 +38,7 @@ DATASETS = ("digits", "fashion-mnist")
 
 @dataclass(frozen=True)
 class FLSetup:
-    """One federated benchmark configuration (defaults: the research notes' digits setup).
+    r"""One federated benchmark configuration (defaults: the research notes' digits setup).
 
     Attributes
     ----------
@@ -49,8 +53,11 @@ class FLSetup:
         MLP hidden widths.
     lr, lr_decay, batch_size, local_epochs : float, float, int, int
         Client SGD: step size ``lr * lr_decay**round`` (the CRAFT repository's 0.999 decay).
-    craft_lrs, fedavgm_momenta, qfedavg_qs, fedprox_mus : tuple of float
-        The validation grids.
+    fedavg_server_lrs, craft_lrs, fedavgm_momenta, qfedavg_qs, fedprox_mus : tuple of float
+        The validation grids (FedAvg's server step, CRAFT's :math:`\eta_s`, FedAvgM's momentum, q-FFL's
+        :math:`q`, FedProx's :math:`\mu`).
+    budget, extend : int
+        Configurations per method, and extra trials past a grid's edge (:func:`geode.claims.tune`).
     max_train : int or None
         Subsample the training pool (Fashion-MNIST) to this many examples.
     eval_every : int
@@ -68,10 +75,13 @@ class FLSetup:
     lr_decay: float = 0.999
     batch_size: int = 10
     local_epochs: int = 1
-    craft_lrs: tuple[float, ...] = (0.1, 0.3, 1.0)
-    fedavgm_momenta: tuple[float, ...] = (0.3, 0.6, 0.9)
-    qfedavg_qs: tuple[float, ...] = (0.1, 1.0, 5.0)
-    fedprox_mus: tuple[float, ...] = (0.01, 0.1, 1.0)
+    fedavg_server_lrs: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0, 16.0)
+    craft_lrs: tuple[float, ...] = (0.03, 0.1, 0.3, 1.0, 3.0)
+    fedavgm_momenta: tuple[float, ...] = (0.8, 0.9, 0.95, 0.97, 0.99)
+    qfedavg_qs: tuple[float, ...] = (0.01, 0.1, 0.5, 1.0, 5.0)
+    fedprox_mus: tuple[float, ...] = (0.001, 0.01, 0.1, 0.3, 1.0)
+    budget: int = 5
+    extend: int = 1
     max_train: int | None = None
     eval_every: int = 10
     ablations: bool = True
@@ -133,25 +143,49 @@ class MethodResult:
     extra: dict[str, float] = field(default_factory=dict)
 
 
-def _strategies(setup: FLSetup, groups: list[list[int]]) -> list[tuple[str, float, Any]]:
-    out: list[tuple[str, float, Any]] = [("FedAvg", float("nan"), FedAvg)]
-    out += [("CRAFT", e, lambda e=e: CRAFT(e, groups=groups)) for e in setup.craft_lrs]
-    out += [("FedAvgM", b, lambda b=b: FedAvgM(1.0, b)) for b in setup.fedavgm_momenta]
-    out += [("QFedAvg", q, lambda q=q: QFedAvg(setup.lr, q)) for q in setup.qfedavg_qs]
-    out += [("FedProx", m, lambda m=m: FedProx(m)) for m in setup.fedprox_mus]
-    return out
+#: method -> (its knob, the FLSetup field holding the knob's grid)
+KNOBS: dict[str, tuple[str, str]] = {
+    "FedAvg": ("server_lr", "fedavg_server_lrs"),
+    "CRAFT": ("server_lr", "craft_lrs"),
+    "FedAvgM": ("momentum", "fedavgm_momenta"),
+    "QFedAvg": ("q", "qfedavg_qs"),
+    "FedProx": ("mu", "fedprox_mus"),
+}
+
+
+def grids(setup: FLSetup) -> dict[str, dict[str, list[float]]]:
+    """The tuning grid of every method (one knob each), from ``setup``."""
+    return {m: {knob: list(getattr(setup, field))} for m, (knob, field) in KNOBS.items()}
+
+
+def _strategy(setup: FLSetup, groups: list[list[int]], method: str, value: float) -> Strategy:
+    if method == "FedAvg":
+        return FedAvg() if value == 1.0 else FedAvgM(value, 0.0)  # FedAvg with a server step size
+    if method == "CRAFT":
+        return CRAFT(value, groups=groups)
+    if method == "FedAvgM":
+        return FedAvgM(1.0, value)
+    if method == "QFedAvg":
+        return QFedAvg(setup.lr, value)
+    if method == "FedProx":
+        return FedProx(value)
+    raise ValueError(f"method must be one of {sorted(KNOBS)}; got {method!r}")
 
 
 def run_fl_benchmark(setup: FLSetup, seed: int) -> dict[str, Any]:
-    """Train every method of ``setup`` for one seed; return the validation-selected result per method.
+    r"""Train every method of ``setup`` for one seed; return the validation-selected result per method.
 
     Returns
     -------
-    dict with ``methods`` (name -> :class:`MethodResult`, the selected hyper-parameter), ``all`` (every
-    grid point), ``ablations`` (CRAFT with weight and bias in separate groups, and with the whole model
-    as one group, at the selected :math:`\\eta_s`) and ``client_sizes``. CRAFT results carry ``extra``:
-    ``alignment_min`` (the smallest client alignment :math:`u_i^\\top x^\\star` over all rounds and
-    groups) and ``feasible_fraction`` (the share of group aggregations whose constraints held exactly).
+    dict with ``methods`` (name -> :class:`MethodResult` at the validation-selected value of its knob),
+    ``all`` (every configuration tried), ``tuned`` (the :class:`~geode.claims.tuning.TuneResult`),
+    ``ablations`` (CRAFT with weight and bias in separate groups, and with the whole model as one group,
+    at the selected :math:`\eta_s`), ``controls`` (``"FedAvg-resampled"``: the selected FedAvg with
+    another client-sampling seed), ``untrained`` (the initial model's test and validation summaries) and
+    ``client_sizes``. CRAFT results carry ``extra``: ``alignment_min`` (the smallest client alignment
+    :math:`u_i^\top x^\star` over all rounds and groups), ``feasible_fraction`` (the share of group
+    aggregations whose constraints held exactly) and the median, 99th percentile and maximum of the
+    direction norms :math:`\|x_q^\star\|` (the step is :math:`\eta_s` times it).
     """
     import torch
 
@@ -189,22 +223,24 @@ def run_fl_benchmark(setup: FLSetup, seed: int) -> dict[str, Any]:
         d = disparity(client_acc(params, "test"))
         return {"test_mean": d["mean"], "test_worst": d["worst"]}
 
-    def train(name: str, hyper: float, strategy: Strategy) -> MethodResult:
+    def train(name: str, hyper: float, strategy: Strategy, sim_seed: int | None = None) -> MethodResult:
         sim = Simulator(
             pool,
             strategy,
             init,
             clients_per_round=setup.clients_per_round,
-            seed=seed,
+            seed=seed if sim_seed is None else sim_seed,
             fit_config=lambda r: {"lr": setup.lr * setup.lr_decay ** (r - 1)},
         )
         align_min = np.inf
         feasible: list[bool] = []
+        norms: list[float] = []
         hist_rounds = []
         for t in range(setup.rounds):
             rec = sim.fit_round()
             if isinstance(strategy, CRAFT):
                 feasible += strategy.last_feasible
+                norms += strategy.last_direction_norms
                 for a in strategy.last_alignment:
                     if a.size:
                         align_min = min(align_min, float(a.min()))
@@ -215,7 +251,13 @@ def run_fl_benchmark(setup: FLSetup, seed: int) -> dict[str, Any]:
         acc_test = client_acc(params, "test")
         evald = [r for r in hist_rounds if r.eval_metrics]
         extra = (
-            {"alignment_min": align_min, "feasible_fraction": float(np.mean(feasible)) if feasible else 0.0}
+            {
+                "alignment_min": align_min,
+                "feasible_fraction": float(np.mean(feasible)) if feasible else 0.0,
+                "direction_norm_median": float(np.median(norms)) if norms else 0.0,
+                "direction_norm_p99": float(np.quantile(norms, 0.99)) if norms else 0.0,
+                "direction_norm_max": float(np.max(norms)) if norms else 0.0,
+            }
             if isinstance(strategy, CRAFT)
             else {}
         )
@@ -232,11 +274,18 @@ def run_fl_benchmark(setup: FLSetup, seed: int) -> dict[str, Any]:
         )
 
     groups = module_groups(model)
-    every: list[MethodResult] = [train(n, h, make()) for n, h, make in _strategies(setup, groups)]
-    selected: dict[str, MethodResult] = {}
-    for res in every:  # the best validation mean client accuracy; ties keep the first grid point
-        if res.name not in selected or res.val["mean"] > selected[res.name].val["mean"]:
-            selected[res.name] = res
+    every: list[MethodResult] = []
+
+    def fit(method: str, params: dict[str, Any]) -> tuple[float, MethodResult]:
+        value = float(params[KNOBS[method][0]])
+        res = train(method, value, _strategy(setup, groups, method, value))
+        every.append(res)
+        return res.val["mean"], res
+
+    tuned = tune(
+        fit, grids(setup), budget=setup.budget, extend=setup.extend, limits={"momentum": (0.0, 0.995)}, seed=seed
+    )
+    selected: dict[str, MethodResult] = {m: tuned.payload(m) for m in KNOBS}
     ablations: dict[str, MethodResult] = {}
     if setup.ablations:
         eta = selected["CRAFT"].hyper
@@ -244,9 +293,19 @@ def run_fl_benchmark(setup: FLSetup, seed: int) -> dict[str, Any]:
             "CRAFT-split-bias", eta, CRAFT(eta, groups=[[i] for i in range(len(init))])
         )
         ablations["CRAFT-one-group"] = train("CRAFT-one-group", eta, CRAFT(eta, groups=None))
+    # negative controls: the selected FedAvg with another client-sampling seed, and the untrained model
+    lr_fedavg = selected["FedAvg"].hyper
+    controls = {
+        "FedAvg-resampled": train(
+            "FedAvg-resampled", lr_fedavg, _strategy(setup, groups, "FedAvg", lr_fedavg), sim_seed=seed + 7919
+        ),
+    }
     return {
         "methods": selected,
         "all": every,
         "ablations": ablations,
+        "controls": controls,
+        "untrained": {"test": disparity(client_acc(init, "test")), "val": disparity(client_acc(init, "val"))},
+        "tuned": tuned,
         "client_sizes": np.array([len(p) for p in parts]),
     }

@@ -5,18 +5,22 @@ All follow scikit-learn's idiom, ``fit(support_features, support_labels) -> self
 
 - :class:`ProtoNet`: nearest class mean of the support (Snell et al., 2017), Euclidean.
 - :class:`SupportLogReg`: logistic regression on the support features alone.
-- :class:`DistributionCalibration` (Yang, Liu and Xu, ICLR 2021): for each support feature
-  :math:`\tilde x`, the ``k`` nearest bank classes by Euclidean distance give
-  :math:`\mu' = (\sum_i \mu_i + \tilde x)/(k+1)` and :math:`\Sigma' = \frac1k\sum_i \Sigma_i + \alpha I`;
-  features sampled from :math:`\mathcal N(\mu', \Sigma')` plus the support train a logistic regression.
+- :class:`DistributionCalibration` (Yang, Liu and Xu, ICLR 2021), as published
+  (``ShuoYang-1998/Few_Shot_Distribution_Calibration``): Tukey's power transform
+  :math:`\tilde x = x^\beta` (:math:`\beta = 0.5`) of support and query features; for each support
+  feature the ``k`` nearest bank classes by Euclidean distance give
+  :math:`\mu' = (\sum_i \mu_i + \tilde x)/(k+1)` and :math:`\Sigma' = \frac1k\sum_i \Sigma_i + \alpha`
+  (:math:`\alpha` added to *every* entry, as the authors' code does); 750 features per class sampled from
+  :math:`\mathcal N(\mu', \Sigma')` plus the support train a logistic regression on the raw
+  (unstandardised) features.
 - :class:`PriorBankClassifier` (the paper's method): retrieve priors from the bank by the class's
   label-phrase embedding (or, as the ablation "MAP with feature retrieval", by the support mean), MAP
   shrinkage (:func:`~geode.federated.fed_prior_bank.map_shrinkage`) with the support statistics, then
   features sampled from :math:`\mathcal N(\hat\mu, \hat\Sigma)` plus the support train the episode's
   logistic regression.
 
-Each episode's logistic regression standardises its training features and uses scikit-learn's
-``LogisticRegression(C=1)``; sampling draws from the classifier's own seed.
+The other episode classifiers' logistic regression standardises its training features and uses
+scikit-learn's ``LogisticRegression(C=1)``; sampling draws from the classifier's own seed.
 """
 
 from __future__ import annotations
@@ -45,12 +49,23 @@ def _check_support(x: Any, y: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return xa, ya, classes
 
 
-def _fit_logreg(x: np.ndarray, y: np.ndarray, c: float) -> Any:
+def _fit_logreg(x: np.ndarray, y: np.ndarray, c: float, standardize: bool = True) -> Any:
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
+    if not standardize:
+        return LogisticRegression(C=c, max_iter=1000).fit(x, y)
     return make_pipeline(StandardScaler(), LogisticRegression(C=c, max_iter=2000)).fit(x, y)
+
+
+def tukey(x: np.ndarray, beta: float | None) -> np.ndarray:
+    """Tukey's ladder-of-powers transform :math:`x^\beta` (sign-preserving; ``None`` or 1: identity)."""
+    if beta is None or beta == 1.0:
+        return x
+    if beta == 0.0:
+        return np.sign(x) * np.log1p(np.abs(x))
+    return np.sign(x) * np.abs(x) ** beta
 
 
 def _gaussian_samples(rng: np.random.Generator, mu: np.ndarray, cov: np.ndarray, n: int) -> np.ndarray:
@@ -91,7 +106,17 @@ class SupportLogReg:
 
 
 class DistributionCalibration:
-    """Distribution Calibration (Yang et al., 2021) with the prior bank's base-class statistics.
+    r"""Distribution Calibration (Yang et al., 2021) with the prior bank's base-class statistics, as published.
+
+    Follows the authors' ``evaluate_DC.py``: support and query features go through Tukey's transform
+    :math:`x^\beta`; each support feature :math:`\tilde x` retrieves the ``k`` nearest base classes
+    (Euclidean, to the bank's means), :math:`\mu' = (\sum_i \mu_i + \tilde x)/(k+1)` and
+    :math:`\Sigma' = \frac1k \sum_i \Sigma_i + \alpha` with :math:`\alpha` added to every entry;
+    ``n_samples`` features per class (split evenly over its support features, the authors'
+    ``750 / n_shot`` each) are drawn from :math:`\mathcal N(\mu', \Sigma')` and, with the support, train
+    ``LogisticRegression(max_iter=1000)`` on unstandardised features. The authors' base statistics are
+    those of untransformed features (as the bank's); pass a bank built from transformed features for
+    the other reading.
 
     Parameters
     ----------
@@ -100,17 +125,27 @@ class DistributionCalibration:
     k : int
         Base classes retrieved per support feature (DC's default 2).
     alpha : float
-        Covariance inflation :math:`\\alpha` (DC's default 0.21).
+        Covariance inflation :math:`\alpha`, added to every entry (DC's default 0.21).
     n_samples : int
-        Sampled features per class (split evenly over the class's support features).
+        Sampled features per class (split evenly over the class's support features; DC's 750).
     C : float
         Inverse L2 strength of the logistic regression.
+    tukey_beta : float or None
+        Tukey's :math:`\beta` (DC's 0.5; ``None``: no transform).
     seed : int
         Seeds the sampling.
     """
 
     def __init__(
-        self, bank: PriorBank, *, k: int = 2, alpha: float = 0.21, n_samples: int = 300, C: float = 1.0, seed: int = 0
+        self,
+        bank: PriorBank,
+        *,
+        k: int = 2,
+        alpha: float = 0.21,
+        n_samples: int = 750,
+        C: float = 1.0,
+        tukey_beta: float | None = 0.5,
+        seed: int = 0,
     ) -> None:
         if not isinstance(bank, PriorBank):
             raise TypeError(f"bank must be a PriorBank; got {type(bank).__name__}")
@@ -119,12 +154,14 @@ class DistributionCalibration:
         self.alpha = check_real("alpha", alpha, low=0.0)
         self.n_samples = check_int("n_samples", n_samples, low=0)
         self.C = check_positive("C", C)
+        self.tukey_beta = None if tukey_beta is None else check_real("tukey_beta", tukey_beta, low=0.0)
         self.seed = seed
 
     def fit(self, support_features: Any, support_labels: Any) -> DistributionCalibration:  # noqa: D102
         x, y, classes = _check_support(support_features, support_labels)
         if x.shape[1] != self.bank.dim:
             raise ValueError(f"support_features have dimension {x.shape[1]}; the bank has {self.bank.dim}")
+        x = tukey(x, self.tukey_beta)
         rng = as_generator(self.seed)
         k = min(self.k, len(self.bank.names))
         xs, ys = [x], [y]
@@ -134,15 +171,15 @@ class DistributionCalibration:
             for p in pts:
                 near = np.argsort(np.linalg.norm(self.bank.means - p, axis=1), kind="stable")[:k]
                 mu = (self.bank.means[near].sum(0) + p) / (k + 1)
-                cov = self.bank.covs[near].mean(0) + self.alpha * np.eye(x.shape[1])
+                cov = self.bank.covs[near].mean(0) + self.alpha  # alpha on every entry (the authors' code)
                 if per:
                     xs.append(_gaussian_samples(rng, mu, cov, per))
                     ys.append(np.full(per, c))
-        self.model_ = _fit_logreg(np.concatenate(xs), np.concatenate(ys), self.C)
+        self.model_ = _fit_logreg(np.concatenate(xs), np.concatenate(ys), self.C, standardize=False)
         return self
 
     def predict(self, features: Any) -> np.ndarray:  # noqa: D102
-        return self.model_.predict(check_array("features", features, ndim=2))
+        return self.model_.predict(tukey(check_array("features", features, ndim=2), self.tukey_beta))
 
 
 class PriorBankClassifier:
