@@ -264,8 +264,11 @@ def run(mode: str, seed: int) -> Outcome:
             metrics[f"{p}_rescan_over_best_other"] = err[("ResidualCAN", p)] / max(
                 min(v for (a, q), v in err.items() if q == p and a != "ResidualCAN"), 1e-300
             )
-    for a, s in runs.step_seconds.items():
-        metrics[f"measured_step_cost_{_TAG[a]}"] = runs.step_seconds.get("ResidualCAN", math.nan) / max(s, 1e-12)
+    for a, t in _TAG.items():  # 0 = architecture not run in this mode
+        s_a = runs.step_seconds.get(a)
+        metrics[f"measured_step_cost_{t}"] = (
+            runs.step_seconds.get("ResidualCAN", math.nan) / max(s_a, 1e-12) if s_a else 0.0
+        )
     metrics = {k: (float(v) if math.isfinite(v) else 1e300) for k, v in metrics.items()}
     cpu = time.process_time() - t0
 
