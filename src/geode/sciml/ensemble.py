@@ -50,6 +50,7 @@ def fit_ensemble(
     lr_final: float | Tensor | None = None,
     grid_update_steps: Sequence[int] = (),
     penalty: Callable[[Tensor], Tensor] | None = None,
+    l1: float | Tensor | None = None,
     clip: float | None = None,
 ) -> Tensor:
     """Train the ``E`` members of a stacked ensemble independently, in one loop (Adam, full batch).
@@ -78,6 +79,10 @@ def fit_ensemble(
     penalty : callable, optional
         ``penalty(x) -> Tensor (E,)``: a per-member regulariser added to each member's loss (an L1 term with
         its weight per member, say). Not part of the returned history.
+    l1 : float or Tensor of shape (E,), optional
+        Weight(s) of the model's own L1 term from ``model.forward_with_regularization(x) -> (y, reg (E,))``
+        (KANs: mean absolute edge activation; MLPs: absolute weights), computed in the same pass as the
+        output; ``penalty`` is the general (slower) hook.
     clip : float, optional
         Clip each member's gradient to this Euclidean norm (over all its parameters) before the step, as
         ``torch.nn.utils.clip_grad_norm_`` does for a single network.
@@ -101,6 +106,8 @@ def fit_ensemble(
         lr_final = lr if lr_final is None else check_positive("lr_final", lr_final)
     if clip is not None:
         clip = check_positive("clip", clip)
+    if l1 is not None and not hasattr(model, "forward_with_regularization"):
+        raise ValueError(f"l1 needs a model with forward_with_regularization(x); {type(model).__name__} has none")
     if y.ndim != 3 or y.shape[0] != n_models:
         raise ValueError(f"y must have shape (E={n_models}, n, d_out); got {tuple(y.shape)}")
     if not (x.ndim == 3 and x.shape[:2] == y.shape[:2]) and not (x.ndim == 2 and x.shape[0] == y.shape[1]):
@@ -130,8 +137,14 @@ def fit_ensemble(
             for group in opt.param_groups:
                 group["lr"] = lr_final + (lr - lr_final) * cos
         opt.zero_grad(set_to_none=True)
-        per_member = (weight * ((model(x) - y) ** 2).sum(-1)).sum(-1) / total
+        if l1 is not None:
+            out, reg = model.forward_with_regularization(x)
+        else:
+            out, reg = model(x), None
+        per_member = (weight * ((out - y) ** 2).sum(-1)).sum(-1) / total
         loss = per_member.sum()
+        if reg is not None:
+            loss = loss + (l1 * reg).sum()
         if penalty is not None:
             extra = penalty(x)
             if extra.shape != (n_models,):

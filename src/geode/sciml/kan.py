@@ -403,6 +403,15 @@ class KAN(nn.Module):
             layer.update_grid(x, weight)
             x = layer(x)
 
+    def forward_with_regularization(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """The output and :meth:`regularization` per member (shape (E,) or ()) from one pass over the layers."""
+        reg: Tensor = x.new_zeros(())
+        for layer in self.layers:
+            a = layer.activations(x)
+            reg = reg + a.abs().mean(-3).sum((-2, -1))
+            x = a.sum(-2)
+        return x, reg
+
     def regularization(self, x: Tensor, *, per_member: bool = False) -> Tensor:
         """Mean absolute edge activation summed over edges and layers (pykan's L1 term, no entropy term); with
         ``per_member`` one value per stacked member, shape (E,)."""

@@ -206,15 +206,6 @@ PAPER_EDGE: dict[str, Any] = dict(atoms=1, exponent="exp", p_init=2.5, delta=1e-
 """The paper's edge :math:`a J_p(w x + b) + g \\tanh(x) + d` with :math:`p = 1 + e^{\\theta}` from 2.5."""
 
 
-def _penalty(model: torch.nn.Module, x: torch.Tensor, l1: torch.Tensor) -> torch.Tensor:
-    """Per-member L1 term: pykan's mean absolute edge activation for KANs, the absolute weights for MLPs."""
-    if isinstance(model, MLP):
-        reg = sum(lin.weight.abs().flatten(1).sum(1) for lin in model.linears)
-    else:
-        reg = model.regularization(x, per_member=True)
-    return l1 * reg
-
-
 def _gc_width_params(d: int, hidden: int) -> int:
     return param_count(GCKAN([d, hidden, 1], **PAPER_EDGE))
 
@@ -376,7 +367,7 @@ def _fit_family(
         lr=lr,
         lr_final=lr * lr_final_factor,
         clip=clip,
-        penalty=(lambda xx: _penalty(model, xx, l1)) if any(c[1] > 0 for c in configs) else None,
+        l1=l1 if any(c[1] > 0 for c in configs) else None,
         **kw,
     )
     with torch.no_grad():

@@ -340,6 +340,15 @@ class GCKAN(nn.Module):
         for layer in self.layers:
             layer.set_exponents(p)
 
+    def forward_with_regularization(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """The output and :meth:`regularization` per member (shape (E,) or ()) from one pass over the layers."""
+        reg: Tensor = x.new_zeros(())
+        for layer in self.layers:
+            a = layer.activations(x)
+            reg = reg + a.abs().mean(-3).sum((-2, -1))
+            x = a.sum(-2)
+        return x, reg
+
     def regularization(self, x: Tensor, *, per_member: bool = False) -> Tensor:
         """Mean absolute edge activation summed over edges and layers (pykan-style L1); with ``per_member``
         one value per stacked member, shape (E,)."""
