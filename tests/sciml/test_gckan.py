@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from geode.claims import load_claim
-from geode.sciml import fit_ensemble, member_state, stack_members
+from geode.sciml import KAN, MLP, SIREN, fit_ensemble, member_state, stack_members
 from geode.sciml.gckan import (
     GCKAN,
     GCKANLayer,
@@ -358,3 +358,25 @@ def test_per_member_learning_rates_penalties_and_clipping_equal_training_alone()
         fit_ensemble(free, x[:1], y[:1], steps=1, clip=0.0)
     with pytest.raises(ValueError, match="penalty"):
         fit_ensemble(ens, x, y, steps=1, penalty=lambda xx: torch.zeros(2))
+
+
+def test_one_pass_l1_equals_the_separate_regularisation_pass():
+    torch.manual_seed(0)
+    x = torch.rand(2, 16, 2) * 2 - 1
+    y = torch.cos(2 * x[..., :1])
+    l1 = torch.tensor([0.0, 1e-2])
+    for build in (
+        lambda: GCKAN([2, 3, 1], 1, exponent="exp", p_init=2.5, tanh=True, bias=True, ensemble=2, seed=3),
+        lambda: KAN([2, 3, 1], 3, 3, ensemble=2, seed=3),
+        lambda: MLP([2, 5, 5, 1], "silu", ensemble=2, seed=3),
+    ):
+        a, b = build(), build()
+        out, reg = a.forward_with_regularization(x)
+        assert torch.allclose(out, a(x), atol=1e-6) and reg.shape == (2,)
+        if not isinstance(a, MLP):
+            assert torch.allclose(reg, a.regularization(x, per_member=True))
+        fit_ensemble(a, x, y, steps=6, lr=1e-2, l1=l1)
+        fit_ensemble(b, x, y, steps=6, lr=1e-2, penalty=lambda xx, m=b: l1 * m.forward_with_regularization(xx)[1])
+        assert torch.allclose(a(x), b(x), atol=1e-5)
+    with pytest.raises(ValueError, match="forward_with_regularization"):
+        fit_ensemble(SIREN([2, 3, 1], ensemble=2), x, y, steps=1, l1=0.1)
