@@ -28,6 +28,14 @@ Revision 2 (issue 22, protocol v2). What changed and why:
 
 Revision 1's verdict (seed 0 quick): **partial** (95x; 3 seeds: 95x, 195x, 129x, "reproduced" on their
 arithmetic mean).
+
+Revision 2, quick, **seed 0 only** (seeds 1 and 2 not yet run; the harness needs 3, so the stored verdict is
+inconclusive): that seed's own verdict is **not reproduced**. At eps = 1 under equal wall-clock + L-BFGS
+ResidualCAN reaches 1.25e-6 vs SiLU-MLP 9.3e-7 (ratio 0.74x), RBF ablation 1.21x, Cauchy MLP without residual
+0.26x; step-matched (500 Adam steps, tuned) the ratio is 26.8x (RBF 205x). Floors met (all six converge at
+eps = 1; none at eps = 0.1). ResidualCAN ranks 3rd of 6 at eps = 1; on Poisson it is 14x the best tuned
+spectral baseline, on Burgers 1.2x. Several selections sit on a grid edge (lr = 1e-2; SIREN omega0 = 1 or 30;
+Fourier sigma = 0.5), flagged in the tuned table. CPU time 284 s for the seed (about 3x the quick budget).
 """
 
 from __future__ import annotations
