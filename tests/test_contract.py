@@ -22,9 +22,7 @@ IMPLEMENTED = [p.slug for p in catalog.papers(status="implemented")]
 # Every other claim must have them from the start.
 PRE_PROTOCOL_V2 = frozenset(
     {
-        "gckan",
         "inr-error",
-        "residual-can",
         "safecut",
         "sds-lora",
         "svf",

@@ -371,3 +371,28 @@ def test_claim_smoke_run_is_finite_and_deterministic():
     assert {f"median_ratio_error_{f}" for f in ("grid", "fourier", "svd", "hash", "cp")} <= set(a.metrics)
     verdict, _checks = c.verdict(a.metrics)
     assert verdict in ("reproduced", "partial", "not reproduced")
+
+
+def test_not_contracting_ladders_are_flagged_and_the_difference_baseline_is_the_raw_differences():
+    import warnings
+
+    from geode.sciml.inr_error import NotContractingWarning, raw_rho
+
+    # errors that fall additively (CP-like): differences do not decay, the estimate reaches the cap
+    f = np.cumsum(np.ones((5, 8)), axis=0)
+    assert raw_rho(np.linalg.norm(np.diff(f, axis=0), axis=1)) == pytest.approx(1.0)
+    with pytest.warns(NotContractingWarning, match="not contracting"):
+        p = ErrorPredictor().fit(f)
+    assert p.rho_clipped_ and p.rho_ == pytest.approx(0.95)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        quiet = ErrorPredictor(warn=False).fit(f)
+        assert quiet.rho_clipped_
+        geometric = ErrorPredictor().fit([np.zeros(4), np.full(4, 0.5), np.full(4, 0.75), np.full(4, 0.875)])
+        assert not geometric.rho_clipped_ and geometric.raw_rho_ == pytest.approx(0.5)
+        given = ErrorPredictor(rho=0.3).fit(f)
+        assert not given.rho_clipped_
+    base = ErrorPredictor("difference", warn=False).fit(f).predict_global()
+    d = np.linalg.norm(np.diff(f, axis=0), axis=1)
+    assert np.allclose(base.error, [*d, d[-1]])
+    assert np.allclose(ErrorPredictor("difference").fit(f[:3]).heatmap(0), 1.0)

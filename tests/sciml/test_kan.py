@@ -212,3 +212,24 @@ def test_fit_ensemble_validates_its_inputs():
         fit_ensemble(model, x, y, grid_update_steps=[0])
     with pytest.raises(ValueError, match="index must be <= 1"):
         member_state(model, 2)
+
+
+@pytest.mark.parametrize(("in_dim", "out_dim", "grid", "k"), [(3, 5, 5, 3), (2, 4, 10, 3), (4, 2, 6, 2), (2, 3, 4, 1)])
+def test_kan_layer_equals_pykan_with_the_same_parameters(in_dim, out_dim, grid, k):
+    """pykan 0.2.8's ``KANLayer`` and ours agree to rounding with copied parameters (skipped without pykan)."""
+    pk_layer = pytest.importorskip("kan.KANLayer")
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        torch.manual_seed(0)
+        theirs = pk_layer.KANLayer(in_dim, out_dim, num=grid, k=k)
+        ours = KANLayer(in_dim, out_dim, num=grid, k=k)
+        assert torch.allclose(ours.grid, theirs.grid, atol=1e-12)
+        with torch.no_grad():
+            ours.coef.copy_(theirs.coef)
+            ours.scale_base.copy_(theirs.scale_base)
+            ours.scale_sp.copy_(theirs.scale_sp)
+        x = torch.rand(64, in_dim) * 2.4 - 1.2  # also outside the grid
+        assert torch.allclose(ours(x), theirs(x)[0], atol=1e-12)
+    finally:
+        torch.set_default_dtype(old)

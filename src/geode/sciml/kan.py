@@ -211,8 +211,9 @@ class KANLayer(nn.Module):
     base_fun : callable
         Base activation (SiLU as in pykan).
     fused : bool
-        For cubic splines, use the fused kernel with a hand-written backward (default; about twice as fast).
-        Set False for second derivatives through the layer (e.g. PDE residuals).
+        For cubic splines, use the fused kernel with a hand-written backward (default). Measured on one CPU
+        core: 1.15-1.34x faster per training step than autograd through the unfused expression (an earlier
+        docstring said about 2x). Set False for second derivatives through the layer (e.g. PDE residuals).
     ensemble : int, optional
         Number of stacked independent members (see :mod:`geode.sciml.nets`); inputs are then
         (E, n, in_dim) or (n, in_dim).
@@ -402,11 +403,22 @@ class KAN(nn.Module):
             layer.update_grid(x, weight)
             x = layer(x)
 
-    def regularization(self, x: Tensor) -> Tensor:
-        """Mean absolute edge activation summed over edges and layers (pykan's L1 term, no entropy term)."""
-        reg = x.new_zeros(())
+    def forward_with_regularization(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """The output and :meth:`regularization` per member (shape (E,) or ()) from one pass over the layers."""
+        reg: Tensor = x.new_zeros(())
         for layer in self.layers:
-            reg = reg + layer.activations(x).abs().mean(-3).sum()
+            a = layer.activations(x)
+            reg = reg + a.abs().mean(-3).sum((-2, -1))
+            x = a.sum(-2)
+        return x, reg
+
+    def regularization(self, x: Tensor, *, per_member: bool = False) -> Tensor:
+        """Mean absolute edge activation summed over edges and layers (pykan's L1 term, no entropy term); with
+        ``per_member`` one value per stacked member, shape (E,)."""
+        reg: Tensor = x.new_zeros(())
+        for layer in self.layers:
+            a = layer.activations(x).abs().mean(-3)
+            reg = reg + (a.sum((-2, -1)) if per_member else a.sum())
             x = layer(x)
         return reg
 

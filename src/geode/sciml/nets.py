@@ -177,6 +177,11 @@ class MLP(nn.Module):
         )
         self.activations = nn.ModuleList(factory(w, self.ensemble) for w in self.width[1:-1])
 
+    def forward_with_regularization(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """The output and the L1 norm of the weight matrices (biases excluded), per member (E,) or ()."""
+        reg = sum(lin.weight.abs().flatten(1 if self.ensemble is not None else 0).sum(-1) for lin in self.linears)
+        return self(x), reg
+
     def forward(self, x: Tensor) -> Tensor:
         x = ensemble_input(x, self.ensemble, self.width[0])
         for i, lin in enumerate(self.linears):

@@ -304,16 +304,36 @@ class PINNResult:
     Attributes
     ----------
     rel_l2 : Tensor, shape () or (E,)
-        Relative :math:`L^2` error on :meth:`Problem.test_points`.
+        Relative :math:`L^2` error on :meth:`Problem.test_points` (NaN when the problem has no closed form).
     loss_history : Tensor, shape (steps,) or (steps, E)
-        Training loss per step (per member).
+        Training loss per Adam step (per member).
     residual_rms : Tensor, shape () or (E,)
         Root-mean-square PDE residual at the collocation points after training.
+    val_residual_rms : Tensor, shape () or (E,)
+        The same at held-out points (the midpoints between collocation points in 1-D, a shifted grid in 2-D):
+        a selection criterion that needs no solution.
+    final_loss : Tensor, shape () or (E,)
+        Training loss after the last stage (Adam or L-BFGS).
+    seconds : float
+        Wall time of the training stages (timing only; never part of a deterministic result).
     """
 
     rel_l2: Tensor
     loss_history: Tensor
     residual_rms: Tensor
+    val_residual_rms: Tensor
+    final_loss: Tensor
+    seconds: float = 0.0
+
+
+def _validation_points(base: Problem, n: int) -> Tensor:
+    x = base.collocation(n)
+    if base.dim == 1:
+        lo, hi = base.domain[0]
+        h = (hi - lo) / (n + 1)
+        return (x + 0.5 * h).clamp(max=hi - 0.25 * h)
+    steps = torch.tensor([(hi - lo) / (math.ceil(n ** (1.0 / base.dim)) + 1) for lo, hi in base.domain], dtype=x.dtype)
+    return x + 0.5 * steps
 
 
 def train_pinn(
@@ -323,11 +343,16 @@ def train_pinn(
     loss: Callable[[Tensor, Tensor], Tensor] | Sequence[Callable[[Tensor, Tensor], Tensor]] | None = None,
     n_collocation: int = 256,
     steps: int = 2000,
-    lr: float = 1e-3,
+    lr: float | Tensor = 1e-3,
     boundary_weight: float = 1.0,
     n_test: int = 2001,
+    boundary: tuple[Tensor, Tensor] | Callable[[Tensor], Tensor] | None = None,
+    lbfgs_steps: int = 0,
 ) -> PINNResult:
-    """Train a PINN with Adam on a fixed set of collocation points, full batch.
+    """Train a PINN with Adam (then optionally L-BFGS) on a fixed set of collocation points, full batch.
+
+    The loss of member :math:`e` is :math:`\\rho_e(0, r_e(x_{col})) + w_b\\,\\rho_e(g, u_e(x_{bd}))` with the
+    PDE residual :math:`r_e` and the Dirichlet data :math:`g` on the boundary points.
 
     Parameters
     ----------
@@ -340,20 +365,31 @@ def train_pinn(
     n_collocation : int
         Interior collocation points (:meth:`Problem.collocation`).
     steps : int
-        Adam steps.
-    lr : float
-        Learning rate.
+        Adam steps (0 skips Adam).
+    lr : float or Tensor of shape (E,)
+        Adam learning rate, or one per member (exact: the step is taken at rate 1 and each member's
+        displacement scaled by its rate, since Adam's moments do not depend on the rate).
     boundary_weight : float
         :math:`w_b \\ge 0`.
     n_test : int
         Points of the error grid.
+    boundary : (Tensor, Tensor) or callable, optional
+        The Dirichlet data: ``(x_bd, g)`` with ``x_bd`` (m, d) and ``g`` (m, 1) or (E, m, 1), or a function
+        ``g(x_bd)`` evaluated at :meth:`Problem.boundary`. Default: the problem's ``exact`` on its boundary
+        points (so a problem without a closed form needs this argument).
+    lbfgs_steps : int
+        L-BFGS iterations after Adam (strong-Wolfe line search, history 50). For a stacked ensemble L-BFGS
+        minimises the *sum* of the members' losses, so the members share the line search: for exactly
+        independent members run it on single networks (the claim of ResidualCAN does).
 
     Returns
     -------
     PINNResult
     """
-    steps = check_int("steps", steps, low=1)
-    lr = check_positive("lr", lr)
+    import time
+
+    steps = check_int("steps", steps, low=0)
+    lbfgs_steps = check_int("lbfgs_steps", lbfgs_steps, low=0)
     boundary_weight = check_real("boundary_weight", boundary_weight, low=0.0)
     n_collocation = check_int("n_collocation", n_collocation, low=1)
     ensemble = getattr(model, "ensemble", None)
@@ -364,22 +400,46 @@ def train_pinn(
     n_members = 1 if ensemble is None else ensemble
     if isinstance(problem, StackedProblems) and len(problem) != n_members:
         raise ValueError(f"problem stacks {len(problem)} problems for an ensemble of {n_members}")
+    per_member_lr = isinstance(lr, Tensor)
+    if per_member_lr:
+        lr_t = lr.detach().to(torch.float64).flatten()
+        if lr_t.numel() != n_members or not bool((lr_t > 0).all()):
+            raise ValueError(f"lr must be positive, a float or one per member ({n_members}); got {tuple(lr.shape)}")
+    else:
+        lr = check_positive("lr", lr)
     losses = list(loss) if isinstance(loss, Sequence) else [loss or MSELoss()] * n_members
     if len(losses) != n_members:
         raise ValueError(f"loss must be one callable or {n_members} (one per member); got {len(losses)}")
     base = problem.problems[0] if isinstance(problem, StackedProblems) else problem
     x_col = base.collocation(n_collocation)
-    x_bd = base.boundary()
-    u_bd = problem.exact(x_bd)
+    x_val = _validation_points(base, n_collocation)
+    if boundary is None:
+        x_bd = base.boundary()
+        u_bd = problem.exact(x_bd)
+    elif callable(boundary):
+        x_bd = base.boundary()
+        u_bd = torch.as_tensor(boundary(x_bd))
+    else:
+        if len(boundary) != 2:
+            raise ValueError("boundary must be (x_bd, g), a callable g(x_bd) or None")
+        x_bd, u_bd = (torch.as_tensor(t) for t in boundary)
+    if x_bd.ndim != 2 or x_bd.shape[1] != base.dim:
+        raise ValueError(f"boundary points must have shape (m, {base.dim}); got {tuple(x_bd.shape)}")
+    if ensemble is not None and u_bd.ndim == 2:
+        u_bd = u_bd.unsqueeze(0).expand(ensemble, *u_bd.shape)
+    want = (x_bd.shape[0], 1) if ensemble is None else (ensemble, x_bd.shape[0], 1)
+    if tuple(u_bd.shape) != want:
+        raise ValueError(f"boundary values must have shape {want}; got {tuple(u_bd.shape)}")
     dt = next(model.parameters()).dtype
-    x_col, x_bd, u_bd = x_col.to(dt), x_bd.to(dt), u_bd.to(dt)
+    x_col, x_val, x_bd, u_bd = x_col.to(dt), x_val.to(dt), x_bd.to(dt), u_bd.to(dt)
     if ensemble is not None:
         x_col = x_col.unsqueeze(0).expand(ensemble, *x_col.shape).clone()
+        x_val = x_val.unsqueeze(0).expand(ensemble, *x_val.shape).clone()
     x_col.requires_grad_(True)
-    opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
-    history = torch.empty(steps, n_members, dtype=dt)
-    for step in range(steps):
-        opt.zero_grad(set_to_none=True)
+    x_val.requires_grad_(True)
+    params = [p for p in model.parameters() if p.requires_grad]
+
+    def member_losses() -> Tensor:
         u = model(x_col)
         grad, lap = derivatives(u, x_col)
         r = problem.residual(x_col, u, grad, lap)
@@ -388,18 +448,68 @@ def train_pinn(
             r, ub, ubt = r.unsqueeze(0), ub.unsqueeze(0), u_bd.unsqueeze(0)
         else:
             ubt = u_bd
-        per_member = torch.stack(
+        return torch.stack(
             [fn(torch.zeros_like(r[e]), r[e]) + boundary_weight * fn(ubt[e], ub[e]) for e, fn in enumerate(losses)]
         )
+
+    t0 = time.perf_counter()
+    opt = torch.optim.Adam(params, lr=1.0 if per_member_lr else lr)
+    history = torch.empty(steps, n_members, dtype=dt)
+    for step in range(steps):
+        opt.zero_grad(set_to_none=True)
+        per_member = member_losses()
         per_member.sum().backward()
-        opt.step()
+        if per_member_lr:
+            before = [p.detach().clone() for p in params]
+            opt.step()
+            with torch.no_grad():
+                for p, b in zip(params, before):
+                    p.copy_(b + lr_t.to(p.dtype).view(-1, *([1] * (p.ndim - 1))) * (p - b))
+        else:
+            opt.step()
         history[step] = per_member.detach()
-    u = model(x_col)
-    grad, lap = derivatives(u, x_col)
-    res_rms = (problem.residual(x_col, u, grad, lap) ** 2).mean((-2, -1)).sqrt().detach()
+    if lbfgs_steps:
+        lbfgs = torch.optim.LBFGS(
+            params,
+            lr=1.0,
+            max_iter=lbfgs_steps,
+            history_size=50,
+            line_search_fn="strong_wolfe",
+            tolerance_grad=1e-12,
+            tolerance_change=1e-15,
+        )
+
+        def closure() -> Tensor:
+            lbfgs.zero_grad(set_to_none=True)
+            total = member_losses().sum()
+            total.backward()
+            return total
+
+        lbfgs.step(closure)
+    seconds = time.perf_counter() - t0
+    final = member_losses().detach()
+
+    def rms(x: Tensor) -> Tensor:
+        u = model(x)
+        grad, lap = derivatives(u, x)
+        return (problem.residual(x, u, grad, lap) ** 2).mean((-2, -1)).sqrt().detach()
+
+    res_rms, val_rms = rms(x_col), rms(x_val)
     x_test = base.test_points(n_test).to(dt)
-    with torch.no_grad():
-        err = relative_l2_error(model(x_test), problem.exact(x_test).to(dt))
+    try:
+        target = problem.exact(x_test).to(dt)
+    except NotImplementedError:
+        err = torch.full((n_members,) if ensemble is not None else (), float("nan"), dtype=dt)
+    else:
+        with torch.no_grad():
+            err = relative_l2_error(model(x_test), target)
     if ensemble is None:
-        history = history[:, 0]
-    return PINNResult(rel_l2=err, loss_history=history, residual_rms=res_rms)
+        history, final = history[:, 0], final[0]
+    return PINNResult(
+        rel_l2=err,
+        loss_history=history,
+        residual_rms=res_rms,
+        val_residual_rms=val_rms,
+        final_loss=final,
+        seconds=seconds,
+    )

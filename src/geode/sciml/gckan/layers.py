@@ -156,9 +156,18 @@ class GCKANLayer(nn.Module):
     base : bool
         Add pykan's residual base term :math:`w^b_{ij}\\,\\mathrm{SiLU}(x)` (off by default, so that
         :math:`p = 2` gives an exactly affine layer).
+    exponent : {"softplus", "exp"}
+        Parametrisation of :math:`p`: :math:`1 + \\mathrm{softplus}(\\rho)` (ours) or the paper's
+        :math:`1 + e^{\\theta}`.
+    tanh : bool
+        Add the paper's tanh branch :math:`g_{ij} \\tanh(x)` to every edge (:math:`g_{ij}` starts at 0).
+    bias : bool
+        Add a per-edge offset :math:`d_{ij}` (the paper's single-atom edge :math:`a J_p(w x + b) + d`).
     fused : bool
-        Use the fused edge kernel with a hand-written backward (default; about twice as fast). Set False for
-        second derivatives through the layer (e.g. PDE residuals), which the fused backward does not support.
+        Use the fused edge kernel with a hand-written backward (default). Measured on one CPU core: 1.15-1.34x
+        faster than autograd through the unfused expression for a training step (not the 2x an earlier
+        docstring claimed). Set False for second derivatives through the layer (e.g. PDE residuals), which
+        the fused backward does not support.
     ensemble : int, optional
         Number of stacked independent members; inputs (E, n, in_dim) or (n, in_dim).
     seed : int
@@ -183,11 +192,17 @@ class GCKANLayer(nn.Module):
         delta: float = 1e-3,
         center_range: Sequence[float] = (-1.0, 1.0),
         base: bool = False,
+        exponent: str = "softplus",
+        tanh: bool = False,
+        bias: bool = False,
         fused: bool = True,
         ensemble: int | None = None,
         seed: int = 0,
     ) -> None:
         super().__init__()
+        if exponent not in ("softplus", "exp"):
+            raise ValueError(f"exponent must be 'softplus' or 'exp'; got {exponent!r}")
+        self.exponent = exponent
         self.in_dim = check_int("in_dim", in_dim, low=1)
         self.out_dim = check_int("out_dim", out_dim, low=1)
         self.atoms = check_int("atoms", atoms, low=1)
@@ -208,7 +223,10 @@ class GCKANLayer(nn.Module):
         self.scale = nn.Parameter(torch.ones(shape, dtype=dt))  # s_ijk
         centers = torch.linspace(lo, hi, atoms, dtype=dt) if atoms > 1 else torch.full((1,), 0.5 * (lo + hi), dtype=dt)
         self.center = nn.Parameter(centers.expand(shape).clone())  # c_ijk
-        self.rho = nn.Parameter(torch.full((*ens, in_dim, out_dim), _inverse_softplus(p_init - 1.0), dtype=dt))
+        rho0 = _inverse_softplus(p_init - 1.0) if exponent == "softplus" else math.log(p_init - 1.0)
+        self.rho = nn.Parameter(torch.full((*ens, in_dim, out_dim), rho0, dtype=dt))
+        self.tanh_coef = nn.Parameter(torch.zeros(*ens, in_dim, out_dim, dtype=dt)) if tanh else None
+        self.offset = nn.Parameter(torch.zeros(*ens, in_dim, out_dim, dtype=dt)) if bias else None
         self.scale_base = (
             nn.Parameter(torch.randn(*ens, in_dim, out_dim, generator=g, dtype=dt) / math.sqrt(in_dim))
             if base
@@ -216,7 +234,10 @@ class GCKANLayer(nn.Module):
         )
 
     def exponents(self) -> Tensor:
-        """:math:`p_{ij} = 1 + \\mathrm{softplus}(\\rho_{ij})`, shape (in_dim, out_dim) or (E, in_dim, out_dim)."""
+        """:math:`p_{ij} = 1 + \\mathrm{softplus}(\\rho_{ij})` (or :math:`1 + e^{\\rho_{ij}}`), shape (in_dim, out_dim)
+        or (E, in_dim, out_dim)."""
+        if self.exponent == "exp":
+            return 1.0 + torch.exp(self.rho)
         return 1.0 + nn.functional.softplus(self.rho)
 
     def activations(self, x: Tensor) -> Tensor:
@@ -236,6 +257,12 @@ class GCKANLayer(nn.Module):
         if self.scale_base is not None:
             base = self.scale_base if self.ensemble is not None else self.scale_base.unsqueeze(0)
             phi = phi + nn.functional.silu(xs).unsqueeze(-1) * base.unsqueeze(1)
+        if self.tanh_coef is not None:
+            g = self.tanh_coef if self.ensemble is not None else self.tanh_coef.unsqueeze(0)
+            phi = phi + torch.tanh(xs).unsqueeze(-1) * g.unsqueeze(1)
+        if self.offset is not None:
+            d = self.offset if self.ensemble is not None else self.offset.unsqueeze(0)
+            phi = phi + d.unsqueeze(1)
         return phi.reshape(*lead, self.in_dim, self.out_dim)
 
     def forward(self, x: Tensor) -> Tensor:
@@ -248,7 +275,10 @@ class GCKANLayer(nn.Module):
         p_t = torch.as_tensor(p, dtype=self.rho.dtype).expand_as(self.rho)
         if not bool((p_t > 1).all()):
             raise ValueError(f"p must be > 1; got min {float(p_t.min())}")
-        self.rho.copy_(p_t - 1.0 + torch.log(-torch.expm1(-(p_t - 1.0))))
+        if self.exponent == "exp":
+            self.rho.copy_(torch.log(p_t - 1.0))
+        else:
+            self.rho.copy_(p_t - 1.0 + torch.log(-torch.expm1(-(p_t - 1.0))))
 
     def extra_repr(self) -> str:
         return (
@@ -310,10 +340,21 @@ class GCKAN(nn.Module):
         for layer in self.layers:
             layer.set_exponents(p)
 
-    def regularization(self, x: Tensor) -> Tensor:
-        """Mean absolute edge activation summed over edges and layers (pykan-style L1)."""
-        reg = x.new_zeros(())
+    def forward_with_regularization(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """The output and :meth:`regularization` per member (shape (E,) or ()) from one pass over the layers."""
+        reg: Tensor = x.new_zeros(())
         for layer in self.layers:
-            reg = reg + layer.activations(x).abs().mean(-3).sum()
+            a = layer.activations(x)
+            reg = reg + a.abs().mean(-3).sum((-2, -1))
+            x = a.sum(-2)
+        return x, reg
+
+    def regularization(self, x: Tensor, *, per_member: bool = False) -> Tensor:
+        """Mean absolute edge activation summed over edges and layers (pykan-style L1); with ``per_member``
+        one value per stacked member, shape (E,)."""
+        reg: Tensor = x.new_zeros(())
+        for layer in self.layers:
+            a = layer.activations(x).abs().mean(-3)
+            reg = reg + (a.sum((-2, -1)) if per_member else a.sum())
             x = layer(x)
         return reg

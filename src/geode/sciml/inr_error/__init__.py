@@ -60,7 +60,13 @@ from geode.sciml.inr_error.families import (
     check_levels,
     fit_family,
 )
-from geode.sciml.inr_error.predictor import ErrorPredictor, GlobalPrediction, estimate_rho
+from geode.sciml.inr_error.predictor import (
+    ErrorPredictor,
+    GlobalPrediction,
+    NotContractingWarning,
+    estimate_rho,
+    raw_rho,
+)
 from geode.sciml.inr_error.signals import (
     SHEPP_LOGAN_ELLIPSES,
     UndersampledFourier,
@@ -78,12 +84,14 @@ __all__ = [
     "FourierFeatures",
     "GlobalPrediction",
     "HashGrid",
+    "NotContractingWarning",
     "TruncatedSVD",
     "UndersampledFourier",
     "check_levels",
     "estimate_rho",
     "fit_family",
     "piecewise_chirp",
+    "raw_rho",
     "sample_image",
     "shepp_logan",
 ]

@@ -60,7 +60,36 @@ import numpy as np
 from geode.core import check_array, check_choice, check_real
 from geode.sciml.inr_error.families import check_levels
 
-__all__ = ["ErrorPredictor", "GlobalPrediction", "estimate_rho"]
+__all__ = ["ErrorPredictor", "GlobalPrediction", "NotContractingWarning", "estimate_rho", "raw_rho"]
+
+
+class NotContractingWarning(UserWarning):
+    """The ladder's differences do not decay: the contraction estimate sits at its cap and every
+    prediction is dominated by the capped tail term (e.g. CP ladders whose errors fall additively, or an
+    inverse problem whose ladder converges to something other than the signal)."""
+
+
+def raw_rho(differences: Any) -> float:
+    """The unclipped contraction estimate: :math:`\\exp` of the least-squares slope of :math:`\\log d_k` on
+    :math:`k` over the positive differences (may be >= 1 for a ladder that is not contracting); 0 if the
+    finest difference is zero or fewer than two differences are positive.
+
+    Examples
+    --------
+    >>> round(raw_rho([1.0, 2.0, 4.0]), 12)
+    2.0
+    """
+    d = check_array("differences", differences, ndim=1)
+    if d.size < 2:
+        raise ValueError(f"differences must have at least two entries to estimate rho; got {d.size}")
+    if np.any(d < 0):
+        raise ValueError("differences must be >= 0")
+    if d[-1] == 0:
+        return 0.0
+    k = np.flatnonzero(d > 0)
+    if k.size < 2:
+        return 0.0
+    return float(np.exp(np.polyfit(k.astype(float), np.log(d[k]), 1)[0]))
 
 
 def estimate_rho(differences: Any, *, rho_max: float = 0.95) -> float:
@@ -74,19 +103,8 @@ def estimate_rho(differences: Any, *, rho_max: float = 0.95) -> float:
     >>> round(estimate_rho([8.0, 4.0, 2.0, 1.0]), 12)
     0.5
     """
-    d = check_array("differences", differences, ndim=1)
     rho_max = check_real("rho_max", rho_max, low=0.0, high=1.0, high_inclusive=False)
-    if d.size < 2:
-        raise ValueError(f"differences must have at least two entries to estimate rho; got {d.size}")
-    if np.any(d < 0):
-        raise ValueError("differences must be >= 0")
-    if d[-1] == 0:
-        return 0.0
-    k = np.flatnonzero(d > 0)
-    if k.size < 2:
-        return 0.0
-    slope = np.polyfit(k.astype(float), np.log(d[k]), 1)[0]
-    return float(np.clip(np.exp(slope), 0.0, rho_max))
+    return float(np.clip(raw_rho(differences), 0.0, rho_max))
 
 
 @dataclass(frozen=True)
@@ -122,8 +140,13 @@ class ErrorPredictor:
 
     Parameters
     ----------
-    rule : {"orthogonal", "worst_case"}
-        How increments combine (see the module docstring).
+    rule : {"orthogonal", "worst_case", "difference"}
+        How increments combine (see the module docstring); ``"difference"`` is the naive baseline
+        :math:`\\hat e_k = d_k` (the finest level gets :math:`d_{L-2}`), with no contraction model, which a
+        useful rule must beat.
+    warn : bool
+        Warn (:class:`NotContractingWarning`) when :math:`\\hat\\rho` is estimated and the unclipped estimate
+        reaches the cap (the ladder is not contracting; ``rho_clipped_`` records it either way).
     rho : float, optional
         The contraction factor :math:`\\rho \\in [0, 1)`; estimated from the ladder when omitted (that
         needs at least three levels).
@@ -139,10 +162,13 @@ class ErrorPredictor:
     [2.0, 1.0, 0.5, 0.25]
     """
 
-    RULES = ("orthogonal", "worst_case")
+    RULES = ("orthogonal", "worst_case", "difference")
 
-    def __init__(self, rule: str = "orthogonal", *, rho: float | None = None, rho_max: float = 0.95) -> None:
+    def __init__(
+        self, rule: str = "orthogonal", *, rho: float | None = None, rho_max: float = 0.95, warn: bool = True
+    ) -> None:
         self.rule = check_choice("rule", rule, self.RULES)
+        self.warn = bool(warn)
         self.rho = None if rho is None else check_real("rho", rho, low=0.0, high=1.0, high_inclusive=False)
         self.rho_max = check_real("rho_max", rho_max, low=0.0, high=1.0, high_inclusive=False)
         self._preds: np.ndarray | None = None
@@ -168,7 +194,22 @@ class ErrorPredictor:
         self._preds, self.levels = preds, lv
         delta = np.diff(preds, axis=0).reshape(preds.shape[0] - 1, -1)  # f_{k+1} - f_k
         self.differences = np.linalg.norm(delta, axis=1)
-        self.rho_ = self.rho if self.rho is not None else estimate_rho(self.differences, rho_max=self.rho_max)
+        if self.rho is not None:
+            self.raw_rho_, self.rho_, self.rho_clipped_ = float("nan"), self.rho, False
+        else:
+            self.raw_rho_ = raw_rho(self.differences)
+            self.rho_ = float(np.clip(self.raw_rho_, 0.0, self.rho_max))
+            self.rho_clipped_ = bool(self.raw_rho_ >= self.rho_max)
+            if self.rho_clipped_ and self.warn:
+                import warnings
+
+                warnings.warn(
+                    f"the ladder is not contracting: the differences' decay estimate {self.raw_rho_:.3g} reaches the "
+                    f"cap rho_max={self.rho_max:g}, so every prediction is dominated by the capped tail term; add "
+                    "finer levels or pass rho=",
+                    NotContractingWarning,
+                    stacklevel=2,
+                )
         return self
 
     def _check_fitted(self) -> np.ndarray:
@@ -182,6 +223,8 @@ class ErrorPredictor:
 
     def _combine(self, d: np.ndarray, rule: str) -> np.ndarray:
         """Predicted errors of every level from differences d (L-1, ...) under ``rule`` (pointwise in ...)."""
+        if rule == "difference":
+            return np.concatenate([np.abs(d), np.abs(d[-1:])], axis=0)
         tail = self._tail_factor(rule) * np.abs(d[-1])
         if rule == "orthogonal":
             sq = np.concatenate([np.cumsum((d**2)[::-1], axis=0)[::-1], np.zeros_like(d[:1])], axis=0)
