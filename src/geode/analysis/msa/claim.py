@@ -2,6 +2,10 @@
 
 Revision 2 (protocol v2, issue 21). What changed and why:
 
+- *No tuning step.* The compared measures (MSA, CKA, RSA) have no hyper-parameter the claim could tune
+  on validation data; MSA's regulariser keeps the component's default, and the networks they compare are
+  trained identically for every measure, so protocol section 1 has nothing to equalise.
+
 - *Separation on a harder task.* Revision 1 separated two extreme regimes (alpha = 0.1 vs 100), which every
   measure classified perfectly (1-NN 100 %), so the task could not show an advantage. Now 2 networks at each
   of alpha = 0.1, 0.3, 1, 3, 10, 100 and, per measure, the Mantel (Spearman) correlation between the

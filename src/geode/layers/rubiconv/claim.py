@@ -2,6 +2,9 @@
 
 Protocol v2 (issue 19; the thresholds of issue 6 are unchanged, what decides them is not):
 
+- no tuning step: every compared method computes the same exact convolution (or attention) with no
+  hyper-parameter, so protocol section 1 has nothing to equalise;
+
 - packings of ``total`` tokens drawn from the "mixed" document-length distribution (many short documents and
   a few long ones; :func:`~geode.layers.rubiconv.sample_document_lengths`, whose long tail is now capped at
   ``N/4`` so that a 16k row no longer holds only two documents), at 16k and 64k tokens in quick mode plus the
