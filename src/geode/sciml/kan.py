@@ -34,7 +34,7 @@ from torch import Tensor, nn
 
 from geode.core.random import as_generator, torch_generator
 from geode.core.validation import check_choice, check_int, check_positive, check_real
-from geode.sciml.nets import check_ensemble, check_width, ensemble_input
+from geode.sciml.nets import EdgeL1, check_ensemble, check_width, ensemble_input
 
 __all__ = ["KAN", "KANLayer", "bspline_basis", "create_dataset", "fit", "uniform_grid"]
 
@@ -339,7 +339,7 @@ class KANLayer(nn.Module):
         return f"in_dim={self.in_dim}, out_dim={self.out_dim}, num={self.num}, k={self.k}, ensemble={self.ensemble}"
 
 
-class KAN(nn.Module):
+class KAN(EdgeL1):
     """A B-spline Kolmogorov-Arnold network ``KAN(width=[d_in, ..., d_out])`` (pykan's ``KAN`` vocabulary).
 
     Parameters
@@ -402,25 +402,6 @@ class KAN(nn.Module):
         for layer in self.layers:
             layer.update_grid(x, weight)
             x = layer(x)
-
-    def forward_with_regularization(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        """The output and :meth:`regularization` per member (shape (E,) or ()) from one pass over the layers."""
-        reg: Tensor = x.new_zeros(())
-        for layer in self.layers:
-            a = layer.activations(x)
-            reg = reg + a.abs().mean(-3).sum((-2, -1))
-            x = a.sum(-2)
-        return x, reg
-
-    def regularization(self, x: Tensor, *, per_member: bool = False) -> Tensor:
-        """Mean absolute edge activation summed over edges and layers (pykan's L1 term, no entropy term); with
-        ``per_member`` one value per stacked member, shape (E,)."""
-        reg: Tensor = x.new_zeros(())
-        for layer in self.layers:
-            a = layer.activations(x).abs().mean(-3)
-            reg = reg + (a.sum((-2, -1)) if per_member else a.sum())
-            x = layer(x)
-        return reg
 
 
 # ------------------------------------------------------------------------------------------------ pykan-style

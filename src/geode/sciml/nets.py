@@ -70,6 +70,32 @@ def ensemble_input(x: Tensor, ensemble: int | None, in_dim: int) -> Tensor:
     return x
 
 
+class EdgeL1(nn.Module):
+    """Mixin for a stack of KAN-style layers in ``self.layers``, each with ``activations(x)`` of shape
+    (..., n, d_out, d_in): pykan's L1 term (mean absolute edge activation, summed over edges and layers; no
+    entropy term), alone or with the forward pass that computes it."""
+
+    layers: nn.ModuleList
+
+    def forward_with_regularization(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """The output and :meth:`regularization` per member (shape (E,) or ()) from one pass over the layers."""
+        reg: Tensor = x.new_zeros(())
+        for layer in self.layers:
+            a = layer.activations(x)
+            reg = reg + a.abs().mean(-3).sum((-2, -1))
+            x = a.sum(-2)
+        return x, reg
+
+    def regularization(self, x: Tensor, *, per_member: bool = False) -> Tensor:
+        """The L1 term; with ``per_member`` one value per stacked member, shape (E,)."""
+        reg: Tensor = x.new_zeros(())
+        for layer in self.layers:
+            a = layer.activations(x).abs().mean(-3)
+            reg = reg + (a.sum((-2, -1)) if per_member else a.sum())
+            x = layer(x)
+        return reg
+
+
 class EnsembleLinear(nn.Module):
     """An affine map :math:`x W + b` for one network or a stacked ensemble of ``E`` networks.
 

@@ -41,7 +41,7 @@ from torch import Tensor, nn
 
 from geode.core.random import torch_generator
 from geode.core.validation import check_int, check_real
-from geode.sciml.nets import check_ensemble, check_width, ensemble_input
+from geode.sciml.nets import EdgeL1, check_ensemble, check_width, ensemble_input
 
 __all__ = ["GCKAN", "GCKANLayer", "duality_map"]
 
@@ -287,7 +287,7 @@ class GCKANLayer(nn.Module):
         )
 
 
-class GCKAN(nn.Module):
+class GCKAN(EdgeL1):
     """A geometry-constrained KAN ``GCKAN(width=[d_in, ..., d_out], atoms=K)`` (mirrors pykan's ``KAN``).
 
     Parameters
@@ -339,22 +339,3 @@ class GCKAN(nn.Module):
         """Set every edge of every layer to exponent ``p`` > 1 (``p = 2`` makes the network affine)."""
         for layer in self.layers:
             layer.set_exponents(p)
-
-    def forward_with_regularization(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        """The output and :meth:`regularization` per member (shape (E,) or ()) from one pass over the layers."""
-        reg: Tensor = x.new_zeros(())
-        for layer in self.layers:
-            a = layer.activations(x)
-            reg = reg + a.abs().mean(-3).sum((-2, -1))
-            x = a.sum(-2)
-        return x, reg
-
-    def regularization(self, x: Tensor, *, per_member: bool = False) -> Tensor:
-        """Mean absolute edge activation summed over edges and layers (pykan-style L1); with ``per_member``
-        one value per stacked member, shape (E,)."""
-        reg: Tensor = x.new_zeros(())
-        for layer in self.layers:
-            a = layer.activations(x).abs().mean(-3)
-            reg = reg + (a.sum((-2, -1)) if per_member else a.sum())
-            x = layer(x)
-        return reg
