@@ -83,3 +83,12 @@ def test_list_grids_and_bad_input():
         tune(lambda m, p: 0.0, {"m": {"lr": []}})
     with pytest.raises(TypeError, match="must return a number"):
         tune(lambda m, p: "good", {"m": {"lr": [1]}})
+
+
+def test_a_two_value_axis_is_flagged_but_not_extended():
+    res = tune(quadratic({"a": 1.0}), {"a": {"lr": [1e-3, 1e-2]}}, extend=3)
+    assert res.params("a") == {"lr": 1e-2} and res.best["a"].trials == 2
+    assert res.on_edge == ["a"] and "upper end of the two-value axis" in res.best["a"].edges[0]
+    # at a hard bound it is not an edge
+    res = tune(lambda m, p: p["q"], {"a": {"q": [0.5, 1.0]}}, limits={"q": (0.0, 1.0)})
+    assert res.on_edge == []

@@ -179,6 +179,12 @@ def tune(
         with the other values held. Every method gets the same ``extend``.
     limits : dict of parameter -> (low, high), optional
         Hard bounds (momentum < 1, a probability in [0, 1]); a selection at its limit is not an edge.
+
+    Notes
+    -----
+    Every numeric axis with two or more values is checked for a selection on its edge (an axis of two
+    values has no interior, so its selection is always flagged unless it sits at a ``limits`` bound);
+    only axes with at least 3 values are extended, so adding the flag did not change any selection.
     seed : int
         Seed of the subsampling.
 
@@ -249,13 +255,14 @@ def tune(
         edges = []
         for key, v in top[1].items():
             axis = _axis_values(tried, key)
-            if len(axis) < 3 or not _numeric(v) or v not in (axis[0], axis[-1]):
+            if len(axis) < 2 or not _numeric(v) or v not in (axis[0], axis[-1]):
                 continue
             lim = limits.get(key)
             if lim is not None and v in lim:
                 continue
             side = "upper" if v == axis[-1] else "lower"
-            edges.append(f"{key}={_fmt(v)} at the {side} edge of [{_fmt(axis[0])}, {_fmt(axis[-1])}]")
+            what = "edge of" if len(axis) > 2 else "end of the two-value axis"
+            edges.append(f"{key}={_fmt(v)} at the {side} {what} [{_fmt(axis[0])}, {_fmt(axis[-1])}]")
         score = top[0] if math.isfinite(top[0]) else math.nan
         best[method] = Tuned(method, dict(top[1]), score, n, len(configs), edges, top[2])
     return TuneResult(best=best, trials=trials, maximize=maximize, budget=budget)
