@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from geode.ensembles import MutualCorrection, SafeCut, SafeCutGate, confidence_gate, cut_statistic, knn_graph
+from geode.ensembles import MutualCorrection, SafeCutGate, SafeCutRounds, confidence_gate, cut_statistic, knn_graph
 from geode.ensembles.mutual import RoundState
 
 
@@ -166,7 +166,7 @@ def test_gate_on_samples_the_target_model_gets_wrong():
     wrong[rng.choice(40, 8, replace=False)] = True
     lt[wrong] = 1
     probs_t, probs_v = np.eye(3)[lt], np.eye(3)[lv]
-    w_t, w_v = SafeCut(k=10).gate(RoundState(probs_t, probs_v, x, x, 0))
+    w_t, w_v = SafeCutRounds(k=10).gate(RoundState(probs_t, probs_v, x, x, 0))
     assert np.all(w_t[wrong] > 0.3) and np.all(w_v[wrong] == 0)
 
 
@@ -189,7 +189,7 @@ def test_safecut_with_equal_reliabilities_is_self_training():
     x = np.random.default_rng(8).normal(size=(50, 4)).astype(np.float32)
     y = np.arange(50) % 3
     kw = {"rounds": 2, "epochs": 2, "im_weight": 0.5, "seed": 4}
-    a_t, a_v, ha = SafeCut(tau=math.inf, k=5, **kw).fit(t, v, x, y=y)
+    a_t, a_v, ha = SafeCutRounds(tau=math.inf, k=5, **kw).fit(t, v, x, y=y)
     b_t, b_v, hb = MutualCorrection("self", **kw).fit(t, v, x, y=y)
     for p, q in zip(list(a_t.parameters()) + list(a_v.parameters()), list(b_t.parameters()) + list(b_v.parameters())):
         assert torch.equal(p, q)
@@ -200,14 +200,14 @@ def test_safecut_fit_runs_deterministically_and_validates():
     t, v = _models()
     x = np.random.default_rng(9).normal(size=(40, 4)).astype(np.float32)
     y = np.arange(40) % 3
-    h1 = SafeCut(k=5, rounds=2, epochs=1, seed=1).fit(t, v, x, y=y)[2]
-    h2 = SafeCut(k=5, rounds=2, epochs=1, seed=1).fit(t, v, x, y=y)[2]
+    h1 = SafeCutRounds(k=5, rounds=2, epochs=1, seed=1).fit(t, v, x, y=y)[2]
+    h2 = SafeCutRounds(k=5, rounds=2, epochs=1, seed=1).fit(t, v, x, y=y)[2]
     assert h1 == h2 and len(h1) == 3
     assert {"mean_w_t", "mean_w_v", "net_correction_t", "net_correction_v"} <= set(h1[0])
     with pytest.raises(ValueError, match="k must be <= n_samples - 1"):
-        SafeCut(k=40, rounds=1, epochs=1).fit(t, v, x)
+        SafeCutRounds(k=40, rounds=1, epochs=1).fit(t, v, x)
     with pytest.raises(ValueError, match="k must be >= 1"):
-        SafeCut(k=0)
+        SafeCutRounds(k=0)
 
 
 def test_complementary_failure_data_fails_on_complementary_halves():
@@ -232,9 +232,14 @@ def test_claim_thresholds_are_the_issues():
         "beats_source": ("gain_vs_source_only_pts", ">=", 2.0),
         "beats_naive": ("gain_vs_naive_pts", ">=", 2.0),
         "beats_confidence": ("gain_vs_confidence_pts", ">=", 2.0),
+        "headroom": ("ceiling_gap_pts", ">=", 10.0),
+        "no_collapse": ("collapsed_methods", "<=", 0.0),
     }
     assert c.reproduced == "beats_source and beats_naive and beats_confidence"
     assert c.partial == "beats_source and beats_naive"
+    assert c.validity == "headroom and no_collapse"
+    for t in c.thresholds[:3]:  # every verdict threshold has the shuffled-gate control
+        assert t.controls == (f"control_{t.metric}",)
     assert "cut statistic" in c.doc
 
 
@@ -244,8 +249,18 @@ def test_claim_smoke_run():
     c = load_claim("safecut")
     out = c.run("smoke", 0)
     assert all(math.isfinite(v) for v in out.metrics.values())
-    assert {"accuracy", "rounds"} <= set(out.figures)
+    assert {"accuracy"} <= set(out.figures)
     assert 0.0 <= out.metrics["acc_safecut"] <= 1.0
+    assert {row["method"] for row in out.tuned} == {
+        "self-training",
+        "teacher->student",
+        "naive exchange",
+        "confidence gating",
+        "SafeCut rounds",
+        "shuffled gate",
+        "SafeCut",
+    }
+    assert "swap_acc_safecut" in out.metrics and "acc_ceiling" in out.metrics
     assert c.verdict(out.metrics)[0] in ("reproduced", "partial", "not reproduced")
 
 

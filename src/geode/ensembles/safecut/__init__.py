@@ -47,7 +47,18 @@ What we inferred (the abstract names the cut statistic and "direction and streng
 
 from __future__ import annotations
 
-from geode.ensembles.safecut.cutstat import CutStatistic, cut_statistic, knn_graph
-from geode.ensembles.safecut.safecut import SafeCut, SafeCutGate
+from geode.ensembles.safecut.cutstat import CutStatistic, cut_reliability, cut_statistic, knn_graph, mutual_mask
+from geode.ensembles.safecut.safecut import SafeCut, SafeCutGate, SafeCutRounds, diversity_loss, iic_loss
 
-__all__ = ["CutStatistic", "SafeCut", "SafeCutGate", "cut_statistic", "knn_graph"]
+__all__ = [
+    "CutStatistic",
+    "SafeCut",
+    "SafeCutGate",
+    "SafeCutRounds",
+    "cut_reliability",
+    "cut_statistic",
+    "diversity_loss",
+    "iic_loss",
+    "knn_graph",
+    "mutual_mask",
+]

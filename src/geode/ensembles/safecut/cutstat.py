@@ -25,7 +25,7 @@ import numpy as np
 
 from geode.core.validation import check_array, check_int
 
-__all__ = ["CutStatistic", "cut_statistic", "knn_graph"]
+__all__ = ["CutStatistic", "cut_reliability", "cut_statistic", "knn_graph", "mutual_mask"]
 
 
 def knn_graph(
@@ -191,3 +191,107 @@ def cut_statistic(
     if return_parts:
         return CutStatistic(z, cut, mean, std, nbr, w)
     return z
+
+
+def mutual_mask(neighbors: Any) -> np.ndarray:
+    """Which directed kNN edges are mutual: ``mask[i, a]`` when ``i`` is also a neighbour of ``neighbors[i, a]``.
+
+    Parameters
+    ----------
+    neighbors : array_like of int, shape (N, k)
+        Neighbour lists (self excluded), e.g. from :func:`knn_graph`.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (N, k)
+    """
+    nbr = check_array("neighbors", neighbors, ndim=2, dtype=np.int64)
+    n, k = nbr.shape
+    if nbr.size and (nbr.min() < 0 or nbr.max() >= n):
+        raise ValueError(f"neighbors must hold row indices in [0, {n - 1}]")
+    rows = np.repeat(np.arange(n, dtype=np.int64), k)
+    keys = np.sort(rows * n + nbr.ravel())  # the edge i -> j as the key i * N + j
+    back = nbr.ravel() * n + rows  # the reverse edge j -> i
+    pos = np.minimum(np.searchsorted(keys, back), keys.size - 1)
+    return (keys[pos] == back).reshape(n, k)
+
+
+def cut_reliability(
+    features: Any,
+    pseudo_labels: Any,
+    k: int = 50,
+    *,
+    tau_sim: float = 0.1,
+    isolated: float = 0.1,
+    fallback_knn: bool = True,
+    backend: str = "brute",
+    return_parts: bool = False,
+) -> np.ndarray | tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """SafeCut's reliability :math:`r_i = \\exp(-\\mathrm{cut}_i)` of pseudo-labels on a mutual cosine kNN graph.
+
+    The form of the authors' release (``SeongJunLee-net/SafeCut_NIPS26``, ``cut_stat.py``): on the cosine kNN
+    graph (self excluded), keep the *mutual* edges (:math:`j \\in \\mathcal N_k(i)` and :math:`i \\in \\mathcal
+    N_k(j)`), weight them :math:`w_{ij} = \\exp(-(1 - \\cos(z_i, z_j))/\\tau_{sim})`, and score the fraction of
+    the weight that is cut:
+
+    .. math::
+
+        \\mathrm{cut}_i = \\frac{\\sum_j w_{ij}\\, \\mathbb 1[\\hat y_j \\ne \\hat y_i]}{\\sum_j w_{ij} + 10^{-8}},
+        \\qquad r_i = \\exp(-\\mathrm{cut}_i) \\in [e^{-1}, 1].
+
+    High :math:`r` = reliable (the opposite orientation of :func:`cut_statistic`'s :math:`Z`). There is no null
+    model: the ratio is not standardised by the label frequencies.
+
+    Parameters
+    ----------
+    features : array_like, shape (N, d)
+        The representation (compared by cosine; zero rows are rejected).
+    pseudo_labels : array_like of int, shape (N,)
+        Labels to score.
+    k : int
+        Neighbours per sample before the mutual filter (release default 50), ``1 <= k <= N - 1``.
+    tau_sim : float
+        Similarity temperature :math:`\\tau_{sim} > 0` (release default 0.1).
+    isolated : float
+        Reliability of a sample with no weighted edge (release ``isolated_baseline``, 0.1).
+    fallback_knn : bool
+        A sample without mutual neighbours keeps all its k neighbours (the release's run scripts pass
+        ``--isolated_fallback_regular_knn``); else it is isolated.
+    backend : {"brute", "sklearn"}
+        :func:`knn_graph`'s backend.
+    return_parts : bool
+        Also return ``cut`` and the degree :math:`\\sum_j w_{ij}`.
+
+    Returns
+    -------
+    numpy.ndarray, shape (N,), or (reliability, cut, degree)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.array([[1.0, 0.0], [1.0, 0.1], [0.0, 1.0], [0.1, 1.0]])
+    >>> cut_reliability(x, [0, 0, 1, 1], k=1).tolist()
+    [1.0, 1.0, 1.0, 1.0]
+    """
+    y = check_array("pseudo_labels", pseudo_labels, ndim=1, dtype=None)
+    if not np.issubdtype(y.dtype, np.integer):
+        raise TypeError(f"pseudo_labels must hold integer class labels; got dtype {y.dtype}")
+    X = check_array("features", features, ndim=2)
+    if y.shape[0] != X.shape[0]:
+        raise ValueError(f"pseudo_labels must have one label per row of features ({X.shape[0]}); got {y.shape[0]}")
+    from geode.core.validation import check_real
+
+    tau_sim = check_real("tau_sim", tau_sim, low=0.0, low_inclusive=False)
+    isolated = check_real("isolated", isolated, low=0.0, high=1.0)
+    nbr, d = knn_graph(X, k, metric="cosine", backend=backend)  # d = 1 - cos
+    mask = mutual_mask(nbr)
+    if fallback_knn:
+        mask[~mask.any(axis=1)] = True
+    w = np.exp(-d / tau_sim) * mask
+    degree = w.sum(axis=1)
+    cut = np.sum(w * (y[nbr] != y[:, None]), axis=1) / (degree + 1e-8)
+    r = np.exp(-cut)
+    r[degree == 0] = isolated
+    if return_parts:
+        return r, cut, degree
+    return r
