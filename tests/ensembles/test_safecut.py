@@ -286,3 +286,177 @@ def test_knn_backends_and_the_cosine_metric_agree_with_brute_force():
         knn_graph(np.vstack([x, np.zeros(6)]), 3, metric="cosine")
     with pytest.raises(ValueError, match="metric"):
         knn_graph(x, 3, metric="manhattan")
+
+
+# --- the released method (revision 2) --------------------------------------------------------------------
+
+
+def test_mutual_mask_matches_a_set_of_edges():
+    from geode.ensembles import mutual_mask
+
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(80, 5))
+    nbr, _ = knn_graph(x, 6, metric="cosine")
+    edges = {(i, int(j)) for i in range(80) for j in nbr[i]}
+    want = np.array([[(int(j), i) in edges for j in nbr[i]] for i in range(80)])
+    np.testing.assert_array_equal(mutual_mask(nbr), want)
+    assert 0 < want.mean() < 1
+    with pytest.raises(ValueError, match="neighbors"):
+        mutual_mask(np.array([[1], [5]]))
+
+
+def _reliability_by_hand(x, y, k, tau, fallback):
+    xn = x / np.linalg.norm(x, axis=1, keepdims=True)
+    sim = xn @ xn.T
+    np.fill_diagonal(sim, -np.inf)
+    nbr = np.argsort(-sim, axis=1, kind="stable")[:, :k]
+    adj = np.zeros(sim.shape, bool)
+    adj[np.repeat(np.arange(len(x)), k), nbr.ravel()] = True
+    out = np.empty(len(x))
+    for i in range(len(x)):
+        js = [j for j in nbr[i] if adj[j, i]]
+        if not js and fallback:
+            js = list(nbr[i])
+        if not js:
+            out[i] = 0.1
+            continue
+        w = np.exp(-(1 - sim[i, js]) / tau)
+        out[i] = np.exp(-np.sum(w * (y[js] != y[i])) / (w.sum() + 1e-8))
+    return out
+
+
+@pytest.mark.parametrize("fallback", [True, False])
+def test_cut_reliability_matches_a_direct_computation(fallback):
+    from geode.ensembles import cut_reliability
+
+    rng = np.random.default_rng(12)
+    x = rng.normal(size=(120, 6))
+    y = rng.integers(0, 3, 120)
+    got = cut_reliability(x, y, k=7, tau_sim=0.3, fallback_knn=fallback)
+    np.testing.assert_allclose(got, _reliability_by_hand(x, y, 7, 0.3, fallback), atol=1e-10)
+    r_s = cut_reliability(x * 3.0, y, k=7, tau_sim=0.3, fallback_knn=fallback, backend="sklearn")
+    np.testing.assert_allclose(r_s, got, atol=1e-10)  # cosine: scale-free; backends agree
+    assert np.all((got >= np.exp(-1) - 1e-12) & (got <= 1)) or not fallback
+
+
+def test_cut_reliability_limits_and_validation():
+    from geode.ensembles import cut_reliability
+
+    rng = np.random.default_rng(13)
+    c = np.eye(4)[:, :3] * 10  # three directions + one tiny cluster
+    x = np.vstack([c[i] + 0.1 * rng.normal(size=(10, 3)) for i in range(3)])
+    y = np.repeat(np.arange(3), 10)
+    np.testing.assert_allclose(cut_reliability(x, y, k=5), 1.0)  # clusters labelled by cluster: nothing cut
+    r = cut_reliability(x, (y + (np.arange(30) % 2)) % 3, k=5)  # labels alternate inside each cluster
+    assert r.mean() < 0.8 and r.min() >= np.exp(-1) - 1e-12
+    with pytest.raises(TypeError, match="integer"):
+        cut_reliability(x, y.astype(float))
+    with pytest.raises(ValueError, match="tau_sim"):
+        cut_reliability(x, y, k=5, tau_sim=0.0)
+
+
+def test_iic_and_diversity_closed_forms():
+    import torch
+
+    from geode.ensembles import diversity_loss, iic_loss
+
+    c = 4
+    onehot = torch.eye(c).repeat(5, 1)  # balanced, the two views identical: MI = log C
+    assert float(iic_loss(onehot, onehot)) == pytest.approx(-np.log(c), abs=1e-5)
+    uniform = torch.full((20, c), 1.0 / c)  # independent views: MI = 0
+    assert float(iic_loss(uniform, onehot)) == pytest.approx(0.0, abs=1e-6)
+    assert float(diversity_loss(onehot)) == pytest.approx(-np.log(c), abs=1e-6)
+    assert float(diversity_loss(torch.eye(c)[[0] * 8])) == pytest.approx(0.0, abs=1e-6)  # collapsed batch
+
+
+def test_release_gates_are_complementary():
+    from geode.ensembles import SafeCut
+
+    w_t, w_p = np.array([1.0, 0.5, 0.4]), np.array([0.4, 0.5, 1.0])
+    g_p2t, g_t2p = SafeCut(beta=6.0).gates(w_t, w_p)
+    np.testing.assert_allclose(g_p2t + g_t2p, 1.0)
+    np.testing.assert_allclose(g_p2t, 1 / (1 + np.exp(-6.0 * (w_p - w_t))))
+    np.testing.assert_allclose(SafeCut(beta=0.0).gates(w_t, w_p)[0], 0.5)
+    assert all(np.all(g == 1) for g in SafeCut(reliability="naive").gates(w_t, w_p))
+    s = SafeCut(epochs=5)
+    assert s.ema_momentum(0) == pytest.approx(0.7) and s.ema_momentum(4) == pytest.approx(0.95)
+    for bad in ({"beta": -1.0}, {"ema_start": 1.0}, {"reliability": "z"}, {"k": 0}):
+        with pytest.raises(ValueError):
+            SafeCut(**bad)
+
+
+class _FixedGates:
+    """A SafeCut whose gates are forced to (g_p2t, g_t2p) = given constants (to pin the training directions)."""
+
+    @staticmethod
+    def make(g_p2t, g_t2p, **kw):
+        from geode.ensembles import SafeCut
+
+        class Fixed(SafeCut):
+            def gates(self, w_t, w_p):
+                n = np.asarray(w_t).shape[0]
+                return np.full(n, g_p2t), np.full(n, g_t2p)
+
+        return Fixed(k=5, iic_weight=0.0, div_weight=0.0, epochs=2, lr=1e-2, seed=3, **kw)
+
+
+def _kl(p, q):
+    return float(np.sum(p * (np.log(p) - np.log(q))))
+
+
+@pytest.mark.parametrize("direction", ["p2t", "t2p"])
+def test_release_each_model_trains_on_its_own_gate(direction):
+    import torch
+
+    from geode.ensembles.mutual import _forward
+
+    t, v = _models()
+    x = torch.as_tensor(np.random.default_rng(14).normal(size=(60, 4)), dtype=torch.float32)
+    gp, gt = (1.0, 0.0) if direction == "p2t" else (0.0, 1.0)
+    a_t, a_v, _ = _FixedGates.make(gp, gt, temporal_weight=0.0).fit(t, v, x)
+    same_t = all(torch.equal(p, q) for p, q in zip(a_t.parameters(), t.parameters()))
+    same_v = all(torch.equal(p, q) for p, q in zip(a_v.parameters(), v.parameters()))
+    p_t0, p_v0 = _forward(t, x)[0], _forward(v, x)[0]
+    before = _kl(p_v0, p_t0) if direction == "p2t" else _kl(p_t0, p_v0)
+    if direction == "p2t":  # only the partner -> target distillation is on: the partner must not move
+        assert same_v and not same_t
+        assert _kl(_forward(a_v, x)[0], _forward(a_t, x)[0]) < before
+    else:
+        assert same_t and not same_v
+        assert _kl(_forward(a_t, x)[0], _forward(a_v, x)[0]) < before
+
+
+def test_release_fit_is_deterministic_and_the_control_shuffles():
+    from geode.ensembles import SafeCut
+
+    t, v = _models()
+    x = np.random.default_rng(16).normal(size=(60, 4)).astype(np.float32)
+    y = np.arange(60) % 3
+    h1 = SafeCut(k=5, epochs=2, seed=1).fit(t, v, x, y=y)[2]
+    h2 = SafeCut(k=5, epochs=2, seed=1).fit(t, v, x, y=y)[2]
+    assert h1 == h2 and len(h1) == 3
+    assert {"mean_g_p2t", "mean_g_t2p", "acc_t", "acc_v", "net_correction_t", "net_correction_v"} <= set(h1[0])
+    assert h1[0]["mean_g_p2t"] + h1[0]["mean_g_t2p"] == pytest.approx(1.0)
+    feats = np.random.default_rng(17).normal(size=(60, 3))
+    probs = np.eye(3)[y] * 0.8 + 0.2 / 3
+    r_cut = SafeCut(k=5).reliabilities(feats, probs, np.random.default_rng(0))
+    r_shuf = SafeCut(k=5, reliability="shuffled").reliabilities(feats, probs, np.random.default_rng(0))
+    np.testing.assert_allclose(np.sort(r_shuf), np.sort(r_cut))
+    assert not np.allclose(r_shuf, r_cut)
+    with pytest.raises(ValueError, match="k must be <= n_samples - 1"):
+        SafeCut(k=80, epochs=1).fit(t, v, x)
+
+
+def test_cosine_knn_with_zero_rows_treats_them_as_orthogonal():
+    from geode.ensembles import cut_reliability
+
+    rng = np.random.default_rng(18)
+    x = np.vstack([rng.normal(size=(30, 4)), np.zeros((2, 4))])
+    for backend in ("brute", "sklearn"):
+        idx, d = knn_graph(x, 5, metric="cosine", backend=backend, zero_rows="orthogonal")
+        np.testing.assert_allclose(d[30:], 1.0)  # a zero row is at cosine distance 1 from every row
+        assert np.all(d[:30] <= 1.0 + 1e-12) or backend == "sklearn"
+    r = cut_reliability(x, np.arange(32) % 3, k=5)  # a dead ReLU row does not raise
+    assert np.all(np.isfinite(r))
+    with pytest.raises(ValueError, match="zero_rows"):
+        knn_graph(x, 3, metric="cosine", zero_rows="skip")

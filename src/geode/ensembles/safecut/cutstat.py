@@ -29,7 +29,13 @@ __all__ = ["CutStatistic", "cut_reliability", "cut_statistic", "knn_graph", "mut
 
 
 def knn_graph(
-    features: Any, k: int, *, chunk: int = 1024, metric: str = "euclidean", backend: str = "brute"
+    features: Any,
+    k: int,
+    *,
+    chunk: int = 1024,
+    metric: str = "euclidean",
+    backend: str = "brute",
+    zero_rows: str = "raise",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact k nearest neighbours of every row (self excluded).
 
@@ -43,7 +49,10 @@ def knn_graph(
         Rows per block of the distance matrix (memory ``chunk * N`` floats; ``"brute"`` only).
     metric : {"euclidean", "cosine"}
         ``"cosine"``: the distance :math:`1 - \\cos(z_i, z_j)` (rows are L2-normalised first; CLIP-style
-        features are compared this way). Zero rows are rejected.
+        features are compared this way).
+    zero_rows : {"raise", "orthogonal"}
+        With ``metric="cosine"``: reject all-zero rows, or treat them as torch's ``F.normalize`` does (a zero
+        vector, cosine 0 with every row: distance 1), as the SafeCut release does for dead ReLU features.
     backend : {"brute", "sklearn"}
         ``"brute"``: numpy in row chunks; ``"sklearn"``: :class:`sklearn.neighbors.NearestNeighbors`
         (a KD/ball tree in low dimension, blocked BLAS otherwise). Both are exact; ties may be ordered
@@ -61,11 +70,13 @@ def knn_graph(
     metric = check_choice("metric", metric, ("euclidean", "cosine"))
     backend = check_choice("backend", backend, ("brute", "sklearn"))
     X = check_array("features", features, ndim=2)
-    if metric == "cosine":
+    zero_rows = check_choice("zero_rows", zero_rows, ("raise", "orthogonal"))
+    cosine = metric == "cosine"
+    if cosine:
         norms = np.linalg.norm(X, axis=1, keepdims=True)
-        if np.any(norms == 0):
+        if np.any(norms == 0) and zero_rows == "raise":
             raise ValueError("features has an all-zero row: its cosine distance is undefined")
-        X = X / norms
+        X = X / np.where(norms == 0, 1.0, norms)  # zero rows stay zero (cosine 0 with everything)
     n = X.shape[0]
     if n < 2:
         raise ValueError(f"features must have at least 2 rows to build a kNN graph; got {n}")
@@ -76,23 +87,26 @@ def knn_graph(
     if backend == "sklearn":
         from sklearn.neighbors import NearestNeighbors
 
-        dist, idx = NearestNeighbors(n_neighbors=k).fit(X).kneighbors()  # kneighbors() excludes each query point
-        return idx.astype(np.int64), (0.5 * dist**2 if metric == "cosine" else dist)
+        nn = NearestNeighbors(n_neighbors=k, metric="cosine" if cosine else "minkowski")
+        dist, idx = nn.fit(X).kneighbors()  # kneighbors() excludes each query point; cosine: 1 - cos
+        return idx.astype(np.int64), dist
     sq = np.einsum("ij,ij->i", X, X)
     idx = np.empty((n, k), dtype=np.int64)
     dist = np.empty((n, k))
     for start in range(0, n, chunk):
         stop = min(start + chunk, n)
-        d2 = sq[start:stop, None] + sq[None, :] - 2.0 * X[start:stop] @ X.T
+        if cosine:  # d = 1 - cos directly (exact for zero rows too)
+            d2 = 1.0 - X[start:stop] @ X.T
+        else:
+            d2 = sq[start:stop, None] + sq[None, :] - 2.0 * X[start:stop] @ X.T
         np.maximum(d2, 0.0, out=d2)
         d2[np.arange(stop - start), np.arange(start, stop)] = np.inf  # exclude self
         part = np.argpartition(d2, k - 1, axis=1)[:, :k] if k < n - 1 else np.argsort(d2, axis=1)[:, :k]
         vals = np.take_along_axis(d2, part, axis=1)
         order = np.lexsort((part, vals), axis=1)  # by distance, then by index
         idx[start:stop] = np.take_along_axis(part, order, axis=1)
-        dist[start:stop] = np.sqrt(np.take_along_axis(vals, order, axis=1))
-    if metric == "cosine":  # unit rows: ||a - b||^2 = 2 (1 - cos)
-        dist = 0.5 * dist**2
+        vals = np.take_along_axis(vals, order, axis=1)
+        dist[start:stop] = vals if cosine else np.sqrt(vals)
     return idx, dist
 
 
@@ -251,7 +265,8 @@ def cut_reliability(
     k : int
         Neighbours per sample before the mutual filter (release default 50), ``1 <= k <= N - 1``.
     tau_sim : float
-        Similarity temperature :math:`\\tau_{sim} > 0` (release default 0.1).
+        Similarity temperature :math:`\\tau_{sim} > 0` (release default 0.1). An all-zero feature row (a
+        dead ReLU layer) has cosine 0 with every row, as under torch's ``F.normalize``.
     isolated : float
         Reliability of a sample with no weighted edge (release ``isolated_baseline``, 0.1).
     fallback_knn : bool
@@ -283,7 +298,7 @@ def cut_reliability(
 
     tau_sim = check_real("tau_sim", tau_sim, low=0.0, low_inclusive=False)
     isolated = check_real("isolated", isolated, low=0.0, high=1.0)
-    nbr, d = knn_graph(X, k, metric="cosine", backend=backend)  # d = 1 - cos
+    nbr, d = knn_graph(X, k, metric="cosine", backend=backend, zero_rows="orthogonal")  # d = 1 - cos
     mask = mutual_mask(nbr)
     if fallback_knn:
         mask[~mask.any(axis=1)] = True
