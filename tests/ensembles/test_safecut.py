@@ -452,7 +452,7 @@ def test_cosine_knn_with_zero_rows_treats_them_as_orthogonal():
 
     rng = np.random.default_rng(18)
     x = np.vstack([rng.normal(size=(30, 4)), np.zeros((2, 4))])
-    for backend in ("brute", "sklearn"):
+    for backend in ("brute", "sklearn", "torch"):
         idx, d = knn_graph(x, 5, metric="cosine", backend=backend, zero_rows="orthogonal")
         np.testing.assert_allclose(d[30:], 1.0)  # a zero row is at cosine distance 1 from every row
         assert np.all(d[:30] <= 1.0 + 1e-12) or backend == "sklearn"
@@ -460,3 +460,17 @@ def test_cosine_knn_with_zero_rows_treats_them_as_orthogonal():
     assert np.all(np.isfinite(r))
     with pytest.raises(ValueError, match="zero_rows"):
         knn_graph(x, 3, metric="cosine", zero_rows="skip")
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_torch_knn_backend_matches_brute_force(metric):
+    from geode.ensembles import cut_reliability
+
+    rng = np.random.default_rng(19)
+    x = rng.normal(size=(130, 9))
+    i_b, d_b = knn_graph(x, 8, metric=metric)
+    i_t, d_t = knn_graph(x, 8, metric=metric, backend="torch", chunk=37)  # chunking is invisible
+    np.testing.assert_allclose(d_t, d_b, atol=1e-10)
+    np.testing.assert_array_equal(i_t, i_b)  # continuous data: no ties
+    y = rng.integers(0, 4, 130)
+    np.testing.assert_allclose(cut_reliability(x, y, k=8, backend="torch"), cut_reliability(x, y, k=8), atol=1e-12)

@@ -3,8 +3,9 @@
 Two cases on the same inputs:
 
 * **the gate**: SafeCut's per-sample gates from two reliabilities (:func:`cut_reliability` on each model's
-  features: an exact mutual cosine kNN graph, k = 50) against confidence gating (the max-probabilities, the
-  same sigmoid). Features of dimension 512 (a ResNet bottleneck / CLIP embedding), C = 10. This is the cost
+  features: an exact mutual cosine kNN graph, k = 50, ``backend="torch"``) against confidence gating (the
+  max-probabilities, the same sigmoid) and against the same gate with the numpy kNN backend. Features of
+  dimension 512 (a ResNet bottleneck / CLIP embedding), C = 10. This is the cost
   the cut statistic adds; an exact kNN is :math:`O(N^2 d)`, so it cannot approach the confidence gate's
   :math:`O(NC)` (issue 21's goal, <= 20x at N = 20k, would need an approximate index or a GPU);
 * **one epoch of adaptation** on the claim's test bed (MLP target model, frozen-encoder partner): the release's
@@ -49,7 +50,8 @@ def cases(size: str) -> list[BenchCase]:
     logits = [rng.normal(size=(n_gate, c)) * 3 for _ in range(2)]
     probs = [np.exp(z - z.max(1, keepdims=True)) for z in logits]
     probs = [p / p.sum(1, keepdims=True) for p in probs]
-    cut, conf = SafeCut(reliability="cut"), SafeCut(reliability="confidence")
+    cut, conf = SafeCut(reliability="cut", backend="torch"), SafeCut(reliability="confidence")
+    cut_numpy = SafeCut(reliability="cut")
 
     def gate(method: SafeCut) -> Any:
         r = np.random.default_rng(0)
@@ -62,13 +64,13 @@ def cases(size: str) -> list[BenchCase]:
     x = torch.as_tensor(data.x_target)
 
     def epoch(reliability: str) -> Any:
-        return SafeCut(reliability=reliability, epochs=1).fit(model_t, partner, x)
+        return SafeCut(reliability=reliability, epochs=1, backend="torch").fit(model_t, partner, x)
 
     return [
         BenchCase(
             f"reliability gate, N = {n_gate}, d = {d}, C = {c} (two exact mutual cosine kNN graphs, k = 50)",
             candidate=lambda: gate(cut),
-            baselines={"confidence gate": lambda: gate(conf)},
+            baselines={"confidence gate": lambda: gate(conf), "SafeCut, numpy kNN backend": lambda: gate(cut_numpy)},
         ),
         BenchCase(
             f"one adaptation epoch, N = {n_epoch} (test bed MLP + frozen-encoder partner, batch 128)",

@@ -53,10 +53,11 @@ def knn_graph(
     zero_rows : {"raise", "orthogonal"}
         With ``metric="cosine"``: reject all-zero rows, or treat them as torch's ``F.normalize`` does (a zero
         vector, cosine 0 with every row: distance 1), as the SafeCut release does for dead ReLU features.
-    backend : {"brute", "sklearn"}
+    backend : {"brute", "sklearn", "torch"}
         ``"brute"``: numpy in row chunks; ``"sklearn"``: :class:`sklearn.neighbors.NearestNeighbors`
-        (a KD/ball tree in low dimension, blocked BLAS otherwise). Both are exact; ties may be ordered
-        differently.
+        (a KD/ball tree in low dimension, blocked BLAS otherwise); ``"torch"``: row chunks of one matrix
+        product and ``torch.topk`` (about twice as fast as ``"brute"`` on a CPU; the release's GPU path).
+        All are exact; ties may be ordered differently.
 
     Returns
     -------
@@ -68,7 +69,7 @@ def knn_graph(
     from geode.core.validation import check_choice
 
     metric = check_choice("metric", metric, ("euclidean", "cosine"))
-    backend = check_choice("backend", backend, ("brute", "sklearn"))
+    backend = check_choice("backend", backend, ("brute", "sklearn", "torch"))
     X = check_array("features", features, ndim=2)
     zero_rows = check_choice("zero_rows", zero_rows, ("raise", "orthogonal"))
     cosine = metric == "cosine"
@@ -90,6 +91,8 @@ def knn_graph(
         nn = NearestNeighbors(n_neighbors=k, metric="cosine" if cosine else "minkowski")
         dist, idx = nn.fit(X).kneighbors()  # kneighbors() excludes each query point; cosine: 1 - cos
         return idx.astype(np.int64), dist
+    if backend == "torch":
+        return _knn_torch(X, k, chunk, cosine)
     sq = np.einsum("ij,ij->i", X, X)
     idx = np.empty((n, k), dtype=np.int64)
     dist = np.empty((n, k))
@@ -108,6 +111,27 @@ def knn_graph(
         vals = np.take_along_axis(vals, order, axis=1)
         dist[start:stop] = vals if cosine else np.sqrt(vals)
     return idx, dist
+
+
+def _knn_torch(X: np.ndarray, k: int, chunk: int, cosine: bool) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`knn_graph`'s ``"torch"`` backend (rows already unit-normalised when ``cosine``)."""
+    import torch
+
+    n = X.shape[0]
+    xt = torch.as_tensor(X)
+    sq = (xt * xt).sum(dim=1)
+    idx = torch.empty((n, k), dtype=torch.int64)
+    dist = torch.empty((n, k), dtype=xt.dtype)
+    for start in range(0, n, chunk):
+        stop = min(start + chunk, n)
+        prod = xt[start:stop] @ xt.T
+        d = 1.0 - prod if cosine else (sq[start:stop, None] + sq[None, :] - 2.0 * prod)
+        d.clamp_(min=0.0)
+        rows = torch.arange(stop - start)
+        d[rows, rows + start] = float("inf")  # exclude self
+        vals, part = torch.topk(d, k, dim=1, largest=False, sorted=True)
+        idx[start:stop], dist[start:stop] = part, vals if cosine else vals.sqrt()
+    return idx.numpy(), dist.numpy()
 
 
 class CutStatistic:
@@ -272,7 +296,7 @@ def cut_reliability(
     fallback_knn : bool
         A sample without mutual neighbours keeps all its k neighbours (the release's run scripts pass
         ``--isolated_fallback_regular_knn``); else it is isolated.
-    backend : {"brute", "sklearn"}
+    backend : {"brute", "sklearn", "torch"}
         :func:`knn_graph`'s backend.
     return_parts : bool
         Also return ``cut`` and the degree :math:`\\sum_j w_{ij}`.

@@ -266,7 +266,7 @@ class SafeCut:
         self.reliability = check_choice("reliability", reliability, RELIABILITIES)
         self.isolated = check_real("isolated", isolated, low=0.0, high=1.0)
         self.fallback_knn = bool(fallback_knn)
-        self.backend = check_choice("backend", backend, ("brute", "sklearn"))
+        self.backend = check_choice("backend", backend, ("brute", "sklearn", "torch"))
         self.seed = check_int("seed", seed, low=0)
 
     def ema_momentum(self, epoch: int) -> float:
