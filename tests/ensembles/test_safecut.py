@@ -474,3 +474,36 @@ def test_torch_knn_backend_matches_brute_force(metric):
     np.testing.assert_array_equal(i_t, i_b)  # continuous data: no ties
     y = rng.integers(0, 4, 130)
     np.testing.assert_allclose(cut_reliability(x, y, k=8, backend="torch"), cut_reliability(x, y, k=8), atol=1e-12)
+
+
+def test_release_losses_closed_form_pins_every_gate():
+    import torch
+
+    from geode.ensembles import SafeCut
+
+    g = torch.Generator().manual_seed(0)
+    lp = [torch.log_softmax(torch.randn(6, 3, generator=g), 1) for _ in range(4)]
+    logp_t, logp_v, t_prev, p_prev = lp[0], lp[1], lp[2].exp(), lp[3].exp()
+    g_p2t = torch.rand(6, generator=g)
+    g_t2p = 1 - g_p2t
+
+    def kl(p, logq):  # KL(p || q) per row
+        return (p * (p.log() - logq)).sum(1)
+
+    sc = SafeCut(iic_weight=0.0, div_weight=0.0, temporal_weight=0.7)
+    loss_t, loss_v = sc.losses(logp_t, logp_v, t_prev, p_prev, g_p2t, g_t2p)
+    want_t = (g_p2t * kl(logp_v.exp(), logp_t)).mean() + 0.7 * (g_t2p * kl(t_prev, logp_t)).mean()
+    want_v = (g_t2p * kl(logp_t.exp(), logp_v)).mean() + 0.7 * (g_p2t * kl(p_prev, logp_v)).mean()
+    torch.testing.assert_close(loss_t, want_t)
+    torch.testing.assert_close(loss_v, want_v)
+    full = SafeCut(iic_weight=1.3, div_weight=0.5, temporal_weight=0.0)
+    lt, lv = full.losses(logp_t, logp_v, t_prev, p_prev, g_p2t, g_t2p)
+    from geode.ensembles import diversity_loss, iic_loss
+
+    p_t, p_v = logp_t.exp(), logp_v.exp()
+    torch.testing.assert_close(
+        lt, (g_p2t * kl(p_v, logp_t)).mean() + 1.3 * iic_loss(p_t, p_v) + 0.5 * diversity_loss(p_t)
+    )
+    torch.testing.assert_close(
+        lv, (g_t2p * kl(p_t, logp_v)).mean() + 1.3 * iic_loss(p_v, p_t) + 0.5 * diversity_loss(p_v)
+    )

@@ -300,6 +300,29 @@ class SafeCut:
         g = 0.5 * (1.0 + np.tanh(0.5 * self.beta * (wp - wt)))
         return g, 1.0 - g
 
+    def losses(self, logp_t: Any, logp_v: Any, t_prev: Any, p_prev: Any, g_p2t: Any, g_t2p: Any) -> tuple[Any, Any]:
+        """The mini-batch losses :math:`(L_T, L_P)` of the class docstring (torch; the other model detached).
+
+        ``logp_t``, ``logp_v``: log-probabilities (B, C) of the target model and the partner; ``t_prev``,
+        ``p_prev``: their cached previous predictions; ``g_p2t``, ``g_t2p``: the gates (B,).
+        """
+        import torch.nn.functional as F
+
+        p_t, p_v = logp_t.exp(), logp_v.exp()
+        loss_t = (
+            (g_p2t * F.kl_div(logp_t, p_v.detach(), reduction="none").sum(1)).mean()
+            + self.iic_weight * iic_loss(p_t, p_v.detach())
+            + self.div_weight * diversity_loss(p_t)
+            + self.temporal_weight * (g_t2p * F.kl_div(logp_t, t_prev, reduction="none").sum(1)).mean()
+        )
+        loss_v = (
+            (g_t2p * F.kl_div(logp_v, p_t.detach(), reduction="none").sum(1)).mean()
+            + self.iic_weight * iic_loss(p_v, p_t.detach())
+            + self.div_weight * diversity_loss(p_v)
+            + self.temporal_weight * (g_p2t * F.kl_div(logp_v, p_prev, reduction="none").sum(1)).mean()
+        )
+        return loss_t, loss_v
+
     def fit(self, model_t: Any, model_v: Any, x: Any, *, y: Any = None) -> tuple[Any, Any, list[dict[str, float]]]:
         """Adapt copies of the target model and the partner on unlabelled ``x``; return them and a history.
 
@@ -360,22 +383,10 @@ class SafeCut:
                 logits_t = model_t(xb)
                 logp_t = F.log_softmax(logits_t, dim=1)
                 logp_v = F.log_softmax(model_v(xb), dim=1)
-                p_t, p_v = logp_t.exp(), logp_v.exp()
                 with torch.no_grad():
-                    t_prob[b], p_prob[b] = p_t.detach(), p_v.detach()
+                    t_prob[b], p_prob[b] = logp_t.exp(), logp_v.exp()
                     t_feat[b] = model_t.embed(xb).detach() if hasattr(model_t, "embed") else logits_t.detach()
-                loss_t = (
-                    (g_p2t * F.kl_div(logp_t, p_v.detach(), reduction="none").sum(1)).mean()
-                    + self.iic_weight * iic_loss(p_t, p_v.detach())
-                    + self.div_weight * diversity_loss(p_t)
-                    + self.temporal_weight * (g_t2p * F.kl_div(logp_t, t_prev, reduction="none").sum(1)).mean()
-                )
-                loss_v = (
-                    (g_t2p * F.kl_div(logp_v, p_t.detach(), reduction="none").sum(1)).mean()
-                    + self.iic_weight * iic_loss(p_v, p_t.detach())
-                    + self.div_weight * diversity_loss(p_v)
-                    + self.temporal_weight * (g_p2t * F.kl_div(logp_v, p_prev, reduction="none").sum(1)).mean()
-                )
+                loss_t, loss_v = self.losses(logp_t, logp_v, t_prev, p_prev, g_p2t, g_t2p)
                 opt_t.zero_grad()
                 loss_t.backward()
                 opt_t.step()
