@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from geode.ensembles import MutualCorrection, SafeCut, SafeCutGate, confidence_gate, cut_statistic, knn_graph
+from geode.ensembles import MutualCorrection, SafeCutGate, SafeCutRounds, confidence_gate, cut_statistic, knn_graph
 from geode.ensembles.mutual import RoundState
 
 
@@ -166,7 +166,7 @@ def test_gate_on_samples_the_target_model_gets_wrong():
     wrong[rng.choice(40, 8, replace=False)] = True
     lt[wrong] = 1
     probs_t, probs_v = np.eye(3)[lt], np.eye(3)[lv]
-    w_t, w_v = SafeCut(k=10).gate(RoundState(probs_t, probs_v, x, x, 0))
+    w_t, w_v = SafeCutRounds(k=10).gate(RoundState(probs_t, probs_v, x, x, 0))
     assert np.all(w_t[wrong] > 0.3) and np.all(w_v[wrong] == 0)
 
 
@@ -189,7 +189,7 @@ def test_safecut_with_equal_reliabilities_is_self_training():
     x = np.random.default_rng(8).normal(size=(50, 4)).astype(np.float32)
     y = np.arange(50) % 3
     kw = {"rounds": 2, "epochs": 2, "im_weight": 0.5, "seed": 4}
-    a_t, a_v, ha = SafeCut(tau=math.inf, k=5, **kw).fit(t, v, x, y=y)
+    a_t, a_v, ha = SafeCutRounds(tau=math.inf, k=5, **kw).fit(t, v, x, y=y)
     b_t, b_v, hb = MutualCorrection("self", **kw).fit(t, v, x, y=y)
     for p, q in zip(list(a_t.parameters()) + list(a_v.parameters()), list(b_t.parameters()) + list(b_v.parameters())):
         assert torch.equal(p, q)
@@ -200,14 +200,14 @@ def test_safecut_fit_runs_deterministically_and_validates():
     t, v = _models()
     x = np.random.default_rng(9).normal(size=(40, 4)).astype(np.float32)
     y = np.arange(40) % 3
-    h1 = SafeCut(k=5, rounds=2, epochs=1, seed=1).fit(t, v, x, y=y)[2]
-    h2 = SafeCut(k=5, rounds=2, epochs=1, seed=1).fit(t, v, x, y=y)[2]
+    h1 = SafeCutRounds(k=5, rounds=2, epochs=1, seed=1).fit(t, v, x, y=y)[2]
+    h2 = SafeCutRounds(k=5, rounds=2, epochs=1, seed=1).fit(t, v, x, y=y)[2]
     assert h1 == h2 and len(h1) == 3
     assert {"mean_w_t", "mean_w_v", "net_correction_t", "net_correction_v"} <= set(h1[0])
     with pytest.raises(ValueError, match="k must be <= n_samples - 1"):
-        SafeCut(k=40, rounds=1, epochs=1).fit(t, v, x)
+        SafeCutRounds(k=40, rounds=1, epochs=1).fit(t, v, x)
     with pytest.raises(ValueError, match="k must be >= 1"):
-        SafeCut(k=0)
+        SafeCutRounds(k=0)
 
 
 def test_complementary_failure_data_fails_on_complementary_halves():
@@ -232,9 +232,14 @@ def test_claim_thresholds_are_the_issues():
         "beats_source": ("gain_vs_source_only_pts", ">=", 2.0),
         "beats_naive": ("gain_vs_naive_pts", ">=", 2.0),
         "beats_confidence": ("gain_vs_confidence_pts", ">=", 2.0),
+        "headroom": ("ceiling_gap_pts", ">=", 10.0),
+        "no_collapse": ("collapsed_methods", "<=", 0.0),
     }
     assert c.reproduced == "beats_source and beats_naive and beats_confidence"
     assert c.partial == "beats_source and beats_naive"
+    assert c.validity == "headroom and no_collapse"
+    for t in c.thresholds[:3]:  # every verdict threshold has the shuffled-gate control
+        assert t.controls == (f"control_{t.metric}",)
     assert "cut statistic" in c.doc
 
 
@@ -244,8 +249,18 @@ def test_claim_smoke_run():
     c = load_claim("safecut")
     out = c.run("smoke", 0)
     assert all(math.isfinite(v) for v in out.metrics.values())
-    assert {"accuracy", "rounds"} <= set(out.figures)
+    assert {"accuracy"} <= set(out.figures)
     assert 0.0 <= out.metrics["acc_safecut"] <= 1.0
+    assert {row["method"] for row in out.tuned} == {
+        "self-training",
+        "teacher->student",
+        "naive exchange",
+        "confidence gating",
+        "SafeCut rounds",
+        "shuffled gate",
+        "SafeCut",
+    }
+    assert "swap_acc_safecut" in out.metrics and "acc_ceiling" in out.metrics
     assert c.verdict(out.metrics)[0] in ("reproduced", "partial", "not reproduced")
 
 
@@ -271,3 +286,224 @@ def test_knn_backends_and_the_cosine_metric_agree_with_brute_force():
         knn_graph(np.vstack([x, np.zeros(6)]), 3, metric="cosine")
     with pytest.raises(ValueError, match="metric"):
         knn_graph(x, 3, metric="manhattan")
+
+
+# --- the released method (revision 2) --------------------------------------------------------------------
+
+
+def test_mutual_mask_matches_a_set_of_edges():
+    from geode.ensembles import mutual_mask
+
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(80, 5))
+    nbr, _ = knn_graph(x, 6, metric="cosine")
+    edges = {(i, int(j)) for i in range(80) for j in nbr[i]}
+    want = np.array([[(int(j), i) in edges for j in nbr[i]] for i in range(80)])
+    np.testing.assert_array_equal(mutual_mask(nbr), want)
+    assert 0 < want.mean() < 1
+    with pytest.raises(ValueError, match="neighbors"):
+        mutual_mask(np.array([[1], [5]]))
+
+
+def _reliability_by_hand(x, y, k, tau, fallback):
+    xn = x / np.linalg.norm(x, axis=1, keepdims=True)
+    sim = xn @ xn.T
+    np.fill_diagonal(sim, -np.inf)
+    nbr = np.argsort(-sim, axis=1, kind="stable")[:, :k]
+    adj = np.zeros(sim.shape, bool)
+    adj[np.repeat(np.arange(len(x)), k), nbr.ravel()] = True
+    out = np.empty(len(x))
+    for i in range(len(x)):
+        js = [j for j in nbr[i] if adj[j, i]]
+        if not js and fallback:
+            js = list(nbr[i])
+        if not js:
+            out[i] = 0.1
+            continue
+        w = np.exp(-(1 - sim[i, js]) / tau)
+        out[i] = np.exp(-np.sum(w * (y[js] != y[i])) / (w.sum() + 1e-8))
+    return out
+
+
+@pytest.mark.parametrize("fallback", [True, False])
+def test_cut_reliability_matches_a_direct_computation(fallback):
+    from geode.ensembles import cut_reliability
+
+    rng = np.random.default_rng(12)
+    x = rng.normal(size=(120, 6))
+    y = rng.integers(0, 3, 120)
+    got = cut_reliability(x, y, k=7, tau_sim=0.3, fallback_knn=fallback)
+    np.testing.assert_allclose(got, _reliability_by_hand(x, y, 7, 0.3, fallback), atol=1e-10)
+    r_s = cut_reliability(x * 3.0, y, k=7, tau_sim=0.3, fallback_knn=fallback, backend="sklearn")
+    np.testing.assert_allclose(r_s, got, atol=1e-10)  # cosine: scale-free; backends agree
+    assert np.all((got >= np.exp(-1) - 1e-12) & (got <= 1)) or not fallback
+
+
+def test_cut_reliability_limits_and_validation():
+    from geode.ensembles import cut_reliability
+
+    rng = np.random.default_rng(13)
+    c = np.eye(4)[:, :3] * 10  # three directions + one tiny cluster
+    x = np.vstack([c[i] + 0.1 * rng.normal(size=(10, 3)) for i in range(3)])
+    y = np.repeat(np.arange(3), 10)
+    np.testing.assert_allclose(cut_reliability(x, y, k=5), 1.0)  # clusters labelled by cluster: nothing cut
+    r = cut_reliability(x, (y + (np.arange(30) % 2)) % 3, k=5)  # labels alternate inside each cluster
+    assert r.mean() < 0.8 and r.min() >= np.exp(-1) - 1e-12
+    with pytest.raises(TypeError, match="integer"):
+        cut_reliability(x, y.astype(float))
+    with pytest.raises(ValueError, match="tau_sim"):
+        cut_reliability(x, y, k=5, tau_sim=0.0)
+
+
+def test_iic_and_diversity_closed_forms():
+    import torch
+
+    from geode.ensembles import diversity_loss, iic_loss
+
+    c = 4
+    onehot = torch.eye(c).repeat(5, 1)  # balanced, the two views identical: MI = log C
+    assert float(iic_loss(onehot, onehot)) == pytest.approx(-np.log(c), abs=1e-5)
+    uniform = torch.full((20, c), 1.0 / c)  # independent views: MI = 0
+    assert float(iic_loss(uniform, onehot)) == pytest.approx(0.0, abs=1e-6)
+    assert float(diversity_loss(onehot)) == pytest.approx(-np.log(c), abs=1e-6)
+    assert float(diversity_loss(torch.eye(c)[[0] * 8])) == pytest.approx(0.0, abs=1e-6)  # collapsed batch
+
+
+def test_release_gates_are_complementary():
+    from geode.ensembles import SafeCut
+
+    w_t, w_p = np.array([1.0, 0.5, 0.4]), np.array([0.4, 0.5, 1.0])
+    g_p2t, g_t2p = SafeCut(beta=6.0).gates(w_t, w_p)
+    np.testing.assert_allclose(g_p2t + g_t2p, 1.0)
+    np.testing.assert_allclose(g_p2t, 1 / (1 + np.exp(-6.0 * (w_p - w_t))))
+    np.testing.assert_allclose(SafeCut(beta=0.0).gates(w_t, w_p)[0], 0.5)
+    assert all(np.all(g == 1) for g in SafeCut(reliability="naive").gates(w_t, w_p))
+    s = SafeCut(epochs=5)
+    assert s.ema_momentum(0) == pytest.approx(0.7) and s.ema_momentum(4) == pytest.approx(0.95)
+    for bad in ({"beta": -1.0}, {"ema_start": 1.0}, {"reliability": "z"}, {"k": 0}):
+        with pytest.raises(ValueError):
+            SafeCut(**bad)
+
+
+class _FixedGates:
+    """A SafeCut whose gates are forced to (g_p2t, g_t2p) = given constants (to pin the training directions)."""
+
+    @staticmethod
+    def make(g_p2t, g_t2p, **kw):
+        from geode.ensembles import SafeCut
+
+        class Fixed(SafeCut):
+            def gates(self, w_t, w_p):
+                n = np.asarray(w_t).shape[0]
+                return np.full(n, g_p2t), np.full(n, g_t2p)
+
+        return Fixed(k=5, iic_weight=0.0, div_weight=0.0, epochs=2, lr=1e-2, seed=3, **kw)
+
+
+def _kl(p, q):
+    return float(np.sum(p * (np.log(p) - np.log(q))))
+
+
+@pytest.mark.parametrize("direction", ["p2t", "t2p"])
+def test_release_each_model_trains_on_its_own_gate(direction):
+    import torch
+
+    from geode.ensembles.mutual import _forward
+
+    t, v = _models()
+    x = torch.as_tensor(np.random.default_rng(14).normal(size=(60, 4)), dtype=torch.float32)
+    gp, gt = (1.0, 0.0) if direction == "p2t" else (0.0, 1.0)
+    a_t, a_v, _ = _FixedGates.make(gp, gt, temporal_weight=0.0).fit(t, v, x)
+    same_t = all(torch.equal(p, q) for p, q in zip(a_t.parameters(), t.parameters()))
+    same_v = all(torch.equal(p, q) for p, q in zip(a_v.parameters(), v.parameters()))
+    p_t0, p_v0 = _forward(t, x)[0], _forward(v, x)[0]
+    before = _kl(p_v0, p_t0) if direction == "p2t" else _kl(p_t0, p_v0)
+    if direction == "p2t":  # only the partner -> target distillation is on: the partner must not move
+        assert same_v and not same_t
+        assert _kl(_forward(a_v, x)[0], _forward(a_t, x)[0]) < before
+    else:
+        assert same_t and not same_v
+        assert _kl(_forward(a_t, x)[0], _forward(a_v, x)[0]) < before
+
+
+def test_release_fit_is_deterministic_and_the_control_shuffles():
+    from geode.ensembles import SafeCut
+
+    t, v = _models()
+    x = np.random.default_rng(16).normal(size=(60, 4)).astype(np.float32)
+    y = np.arange(60) % 3
+    h1 = SafeCut(k=5, epochs=2, seed=1).fit(t, v, x, y=y)[2]
+    h2 = SafeCut(k=5, epochs=2, seed=1).fit(t, v, x, y=y)[2]
+    assert h1 == h2 and len(h1) == 3
+    assert {"mean_g_p2t", "mean_g_t2p", "acc_t", "acc_v", "net_correction_t", "net_correction_v"} <= set(h1[0])
+    assert h1[0]["mean_g_p2t"] + h1[0]["mean_g_t2p"] == pytest.approx(1.0)
+    feats = np.random.default_rng(17).normal(size=(60, 3))
+    probs = np.eye(3)[y] * 0.8 + 0.2 / 3
+    r_cut = SafeCut(k=5).reliabilities(feats, probs, np.random.default_rng(0))
+    r_shuf = SafeCut(k=5, reliability="shuffled").reliabilities(feats, probs, np.random.default_rng(0))
+    np.testing.assert_allclose(np.sort(r_shuf), np.sort(r_cut))
+    assert not np.allclose(r_shuf, r_cut)
+    with pytest.raises(ValueError, match="k must be <= n_samples - 1"):
+        SafeCut(k=80, epochs=1).fit(t, v, x)
+
+
+def test_cosine_knn_with_zero_rows_treats_them_as_orthogonal():
+    from geode.ensembles import cut_reliability
+
+    rng = np.random.default_rng(18)
+    x = np.vstack([rng.normal(size=(30, 4)), np.zeros((2, 4))])
+    for backend in ("brute", "sklearn", "torch"):
+        idx, d = knn_graph(x, 5, metric="cosine", backend=backend, zero_rows="orthogonal")
+        np.testing.assert_allclose(d[30:], 1.0)  # a zero row is at cosine distance 1 from every row
+        assert np.all(d[:30] <= 1.0 + 1e-12) or backend == "sklearn"
+    r = cut_reliability(x, np.arange(32) % 3, k=5)  # a dead ReLU row does not raise
+    assert np.all(np.isfinite(r))
+    with pytest.raises(ValueError, match="zero_rows"):
+        knn_graph(x, 3, metric="cosine", zero_rows="skip")
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_torch_knn_backend_matches_brute_force(metric):
+    from geode.ensembles import cut_reliability
+
+    rng = np.random.default_rng(19)
+    x = rng.normal(size=(130, 9))
+    i_b, d_b = knn_graph(x, 8, metric=metric)
+    i_t, d_t = knn_graph(x, 8, metric=metric, backend="torch", chunk=37)  # chunking is invisible
+    np.testing.assert_allclose(d_t, d_b, atol=1e-10)
+    np.testing.assert_array_equal(i_t, i_b)  # continuous data: no ties
+    y = rng.integers(0, 4, 130)
+    np.testing.assert_allclose(cut_reliability(x, y, k=8, backend="torch"), cut_reliability(x, y, k=8), atol=1e-12)
+
+
+def test_release_losses_closed_form_pins_every_gate():
+    import torch
+
+    from geode.ensembles import SafeCut
+
+    g = torch.Generator().manual_seed(0)
+    lp = [torch.log_softmax(torch.randn(6, 3, generator=g), 1) for _ in range(4)]
+    logp_t, logp_v, t_prev, p_prev = lp[0], lp[1], lp[2].exp(), lp[3].exp()
+    g_p2t = torch.rand(6, generator=g)
+    g_t2p = 1 - g_p2t
+
+    def kl(p, logq):  # KL(p || q) per row
+        return (p * (p.log() - logq)).sum(1)
+
+    sc = SafeCut(iic_weight=0.0, div_weight=0.0, temporal_weight=0.7)
+    loss_t, loss_v = sc.losses(logp_t, logp_v, t_prev, p_prev, g_p2t, g_t2p)
+    want_t = (g_p2t * kl(logp_v.exp(), logp_t)).mean() + 0.7 * (g_t2p * kl(t_prev, logp_t)).mean()
+    want_v = (g_t2p * kl(logp_t.exp(), logp_v)).mean() + 0.7 * (g_p2t * kl(p_prev, logp_v)).mean()
+    torch.testing.assert_close(loss_t, want_t)
+    torch.testing.assert_close(loss_v, want_v)
+    full = SafeCut(iic_weight=1.3, div_weight=0.5, temporal_weight=0.0)
+    lt, lv = full.losses(logp_t, logp_v, t_prev, p_prev, g_p2t, g_t2p)
+    from geode.ensembles import diversity_loss, iic_loss
+
+    p_t, p_v = logp_t.exp(), logp_v.exp()
+    torch.testing.assert_close(
+        lt, (g_p2t * kl(p_v, logp_t)).mean() + 1.3 * iic_loss(p_t, p_v) + 0.5 * diversity_loss(p_t)
+    )
+    torch.testing.assert_close(
+        lv, (g_t2p * kl(p_t, logp_v)).mean() + 1.3 * iic_loss(p_v, p_t) + 0.5 * diversity_loss(p_v)
+    )

@@ -23,7 +23,8 @@ The baselines are gates (``scheme``):
   other with weight one, :math:`w^T = \\mathbb{1}[c^V > c^T]`, :math:`w^V = \\mathbb{1}[c^T > c^V]`.
 
 A paper's gate subclasses :class:`MutualCorrection` and overrides :meth:`MutualCorrection.gate`
-(SafeCut: :class:`geode.ensembles.safecut.SafeCut`). Importing this module needs numpy only; torch is
+(revision 1 of SafeCut: :class:`geode.ensembles.safecut.SafeCutRounds`; the released SafeCut has its own
+trainer, :class:`geode.ensembles.safecut.SafeCut`). Importing this module needs numpy only; torch is
 imported when a model is trained.
 """
 

@@ -25,11 +25,17 @@ import numpy as np
 
 from geode.core.validation import check_array, check_int
 
-__all__ = ["CutStatistic", "cut_statistic", "knn_graph"]
+__all__ = ["CutStatistic", "cut_reliability", "cut_statistic", "knn_graph", "mutual_mask"]
 
 
 def knn_graph(
-    features: Any, k: int, *, chunk: int = 1024, metric: str = "euclidean", backend: str = "brute"
+    features: Any,
+    k: int,
+    *,
+    chunk: int = 1024,
+    metric: str = "euclidean",
+    backend: str = "brute",
+    zero_rows: str = "raise",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact k nearest neighbours of every row (self excluded).
 
@@ -43,11 +49,15 @@ def knn_graph(
         Rows per block of the distance matrix (memory ``chunk * N`` floats; ``"brute"`` only).
     metric : {"euclidean", "cosine"}
         ``"cosine"``: the distance :math:`1 - \\cos(z_i, z_j)` (rows are L2-normalised first; CLIP-style
-        features are compared this way). Zero rows are rejected.
-    backend : {"brute", "sklearn"}
+        features are compared this way).
+    zero_rows : {"raise", "orthogonal"}
+        With ``metric="cosine"``: reject all-zero rows, or treat them as torch's ``F.normalize`` does (a zero
+        vector, cosine 0 with every row: distance 1), as the SafeCut release does for dead ReLU features.
+    backend : {"brute", "sklearn", "torch"}
         ``"brute"``: numpy in row chunks; ``"sklearn"``: :class:`sklearn.neighbors.NearestNeighbors`
-        (a KD/ball tree in low dimension, blocked BLAS otherwise). Both are exact; ties may be ordered
-        differently.
+        (a KD/ball tree in low dimension, blocked BLAS otherwise); ``"torch"``: row chunks of one matrix
+        product and ``torch.topk`` (about twice as fast as ``"brute"`` on a CPU; the release's GPU path).
+        All are exact; ties may be ordered differently.
 
     Returns
     -------
@@ -59,13 +69,15 @@ def knn_graph(
     from geode.core.validation import check_choice
 
     metric = check_choice("metric", metric, ("euclidean", "cosine"))
-    backend = check_choice("backend", backend, ("brute", "sklearn"))
+    backend = check_choice("backend", backend, ("brute", "sklearn", "torch"))
     X = check_array("features", features, ndim=2)
-    if metric == "cosine":
+    zero_rows = check_choice("zero_rows", zero_rows, ("raise", "orthogonal"))
+    cosine = metric == "cosine"
+    if cosine:
         norms = np.linalg.norm(X, axis=1, keepdims=True)
-        if np.any(norms == 0):
+        if np.any(norms == 0) and zero_rows == "raise":
             raise ValueError("features has an all-zero row: its cosine distance is undefined")
-        X = X / norms
+        X = X / np.where(norms == 0, 1.0, norms)  # zero rows stay zero (cosine 0 with everything)
     n = X.shape[0]
     if n < 2:
         raise ValueError(f"features must have at least 2 rows to build a kNN graph; got {n}")
@@ -76,24 +88,50 @@ def knn_graph(
     if backend == "sklearn":
         from sklearn.neighbors import NearestNeighbors
 
-        dist, idx = NearestNeighbors(n_neighbors=k).fit(X).kneighbors()  # kneighbors() excludes each query point
-        return idx.astype(np.int64), (0.5 * dist**2 if metric == "cosine" else dist)
+        nn = NearestNeighbors(n_neighbors=k, metric="cosine" if cosine else "minkowski")
+        dist, idx = nn.fit(X).kneighbors()  # kneighbors() excludes each query point; cosine: 1 - cos
+        return idx.astype(np.int64), dist
+    if backend == "torch":
+        return _knn_torch(X, k, chunk, cosine)
     sq = np.einsum("ij,ij->i", X, X)
     idx = np.empty((n, k), dtype=np.int64)
     dist = np.empty((n, k))
     for start in range(0, n, chunk):
         stop = min(start + chunk, n)
-        d2 = sq[start:stop, None] + sq[None, :] - 2.0 * X[start:stop] @ X.T
+        if cosine:  # d = 1 - cos directly (exact for zero rows too)
+            d2 = 1.0 - X[start:stop] @ X.T
+        else:
+            d2 = sq[start:stop, None] + sq[None, :] - 2.0 * X[start:stop] @ X.T
         np.maximum(d2, 0.0, out=d2)
         d2[np.arange(stop - start), np.arange(start, stop)] = np.inf  # exclude self
         part = np.argpartition(d2, k - 1, axis=1)[:, :k] if k < n - 1 else np.argsort(d2, axis=1)[:, :k]
         vals = np.take_along_axis(d2, part, axis=1)
         order = np.lexsort((part, vals), axis=1)  # by distance, then by index
         idx[start:stop] = np.take_along_axis(part, order, axis=1)
-        dist[start:stop] = np.sqrt(np.take_along_axis(vals, order, axis=1))
-    if metric == "cosine":  # unit rows: ||a - b||^2 = 2 (1 - cos)
-        dist = 0.5 * dist**2
+        vals = np.take_along_axis(vals, order, axis=1)
+        dist[start:stop] = vals if cosine else np.sqrt(vals)
     return idx, dist
+
+
+def _knn_torch(X: np.ndarray, k: int, chunk: int, cosine: bool) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`knn_graph`'s ``"torch"`` backend (rows already unit-normalised when ``cosine``)."""
+    import torch
+
+    n = X.shape[0]
+    xt = torch.as_tensor(X)
+    sq = (xt * xt).sum(dim=1)
+    idx = torch.empty((n, k), dtype=torch.int64)
+    dist = torch.empty((n, k), dtype=xt.dtype)
+    for start in range(0, n, chunk):
+        stop = min(start + chunk, n)
+        prod = xt[start:stop] @ xt.T
+        d = 1.0 - prod if cosine else (sq[start:stop, None] + sq[None, :] - 2.0 * prod)
+        d.clamp_(min=0.0)
+        rows = torch.arange(stop - start)
+        d[rows, rows + start] = float("inf")  # exclude self
+        vals, part = torch.topk(d, k, dim=1, largest=False, sorted=True)
+        idx[start:stop], dist[start:stop] = part, vals if cosine else vals.sqrt()
+    return idx.numpy(), dist.numpy()
 
 
 class CutStatistic:
@@ -191,3 +229,108 @@ def cut_statistic(
     if return_parts:
         return CutStatistic(z, cut, mean, std, nbr, w)
     return z
+
+
+def mutual_mask(neighbors: Any) -> np.ndarray:
+    """Which directed kNN edges are mutual: ``mask[i, a]`` when ``i`` is also a neighbour of ``neighbors[i, a]``.
+
+    Parameters
+    ----------
+    neighbors : array_like of int, shape (N, k)
+        Neighbour lists (self excluded), e.g. from :func:`knn_graph`.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (N, k)
+    """
+    nbr = check_array("neighbors", neighbors, ndim=2, dtype=np.int64)
+    n, k = nbr.shape
+    if nbr.size and (nbr.min() < 0 or nbr.max() >= n):
+        raise ValueError(f"neighbors must hold row indices in [0, {n - 1}]")
+    rows = np.repeat(np.arange(n, dtype=np.int64), k)
+    keys = np.sort(rows * n + nbr.ravel())  # the edge i -> j as the key i * N + j
+    back = nbr.ravel() * n + rows  # the reverse edge j -> i
+    pos = np.minimum(np.searchsorted(keys, back), keys.size - 1)
+    return (keys[pos] == back).reshape(n, k)
+
+
+def cut_reliability(
+    features: Any,
+    pseudo_labels: Any,
+    k: int = 50,
+    *,
+    tau_sim: float = 0.1,
+    isolated: float = 0.1,
+    fallback_knn: bool = True,
+    backend: str = "brute",
+    return_parts: bool = False,
+) -> np.ndarray | tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """SafeCut's reliability :math:`r_i = \\exp(-\\mathrm{cut}_i)` of pseudo-labels on a mutual cosine kNN graph.
+
+    The form of the authors' release (``SeongJunLee-net/SafeCut_NIPS26``, ``cut_stat.py``): on the cosine kNN
+    graph (self excluded), keep the *mutual* edges (:math:`j \\in \\mathcal N_k(i)` and :math:`i \\in \\mathcal
+    N_k(j)`), weight them :math:`w_{ij} = \\exp(-(1 - \\cos(z_i, z_j))/\\tau_{sim})`, and score the fraction of
+    the weight that is cut:
+
+    .. math::
+
+        \\mathrm{cut}_i = \\frac{\\sum_j w_{ij}\\, \\mathbb 1[\\hat y_j \\ne \\hat y_i]}{\\sum_j w_{ij} + 10^{-8}},
+        \\qquad r_i = \\exp(-\\mathrm{cut}_i) \\in [e^{-1}, 1].
+
+    High :math:`r` = reliable (the opposite orientation of :func:`cut_statistic`'s :math:`Z`). There is no null
+    model: the ratio is not standardised by the label frequencies.
+
+    Parameters
+    ----------
+    features : array_like, shape (N, d)
+        The representation (compared by cosine; zero rows are rejected).
+    pseudo_labels : array_like of int, shape (N,)
+        Labels to score.
+    k : int
+        Neighbours per sample before the mutual filter (release default 50), ``1 <= k <= N - 1``.
+    tau_sim : float
+        Similarity temperature :math:`\\tau_{sim} > 0` (release default 0.1). An all-zero feature row (a
+        dead ReLU layer) has cosine 0 with every row, as under torch's ``F.normalize``.
+    isolated : float
+        Reliability of a sample with no weighted edge (release ``isolated_baseline``, 0.1).
+    fallback_knn : bool
+        A sample without mutual neighbours keeps all its k neighbours (the release's run scripts pass
+        ``--isolated_fallback_regular_knn``); else it is isolated.
+    backend : {"brute", "sklearn", "torch"}
+        :func:`knn_graph`'s backend.
+    return_parts : bool
+        Also return ``cut`` and the degree :math:`\\sum_j w_{ij}`.
+
+    Returns
+    -------
+    numpy.ndarray, shape (N,), or (reliability, cut, degree)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.array([[1.0, 0.0], [1.0, 0.1], [0.0, 1.0], [0.1, 1.0]])
+    >>> cut_reliability(x, [0, 0, 1, 1], k=1).tolist()
+    [1.0, 1.0, 1.0, 1.0]
+    """
+    y = check_array("pseudo_labels", pseudo_labels, ndim=1, dtype=None)
+    if not np.issubdtype(y.dtype, np.integer):
+        raise TypeError(f"pseudo_labels must hold integer class labels; got dtype {y.dtype}")
+    X = check_array("features", features, ndim=2)
+    if y.shape[0] != X.shape[0]:
+        raise ValueError(f"pseudo_labels must have one label per row of features ({X.shape[0]}); got {y.shape[0]}")
+    from geode.core.validation import check_real
+
+    tau_sim = check_real("tau_sim", tau_sim, low=0.0, low_inclusive=False)
+    isolated = check_real("isolated", isolated, low=0.0, high=1.0)
+    nbr, d = knn_graph(X, k, metric="cosine", backend=backend, zero_rows="orthogonal")  # d = 1 - cos
+    mask = mutual_mask(nbr)
+    if fallback_knn:
+        mask[~mask.any(axis=1)] = True
+    w = np.exp(-d / tau_sim) * mask
+    degree = w.sum(axis=1)
+    cut = np.sum(w * (y[nbr] != y[:, None]), axis=1) / (degree + 1e-8)
+    r = np.exp(-cut)
+    r[degree == 0] = isolated
+    if return_parts:
+        return r, cut, degree
+    return r

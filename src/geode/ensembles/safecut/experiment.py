@@ -23,13 +23,16 @@ from geode.core.random import as_generator, torch_generator
 from geode.core.validation import check_int, check_positive, check_real
 from geode.ensembles.mutual import MutualCorrection
 from geode.ensembles.safecut.cutstat import cut_statistic
-from geode.ensembles.safecut.safecut import SafeCut
+from geode.ensembles.safecut.safecut import SafeCut, SafeCutRounds
 
 __all__ = [
+    "Bed",
     "Domains",
     "FrozenEncoderClassifier",
     "MLPClassifier",
     "complementary_failure_data",
+    "make_bed",
+    "make_method",
     "run_schemes",
     "train_supervised",
 ]
@@ -54,6 +57,7 @@ def complementary_failure_data(
     dim: int = 16,
     n_classes: int = 10,
     shift: float = 2.0,
+    swap: tuple[int, int] | None = None,
     seed: Any = 0,
 ) -> Domains:
     """Gaussian mixtures with complementary displaced classes.
@@ -63,6 +67,10 @@ def complementary_failure_data(
     :math:`\\mu_c + s\\, u_c` for :math:`c < C/2`, the partner's domain the second half, with random unit
     directions :math:`u_c` and shift :math:`s`. A model trained on either domain therefore fails on a
     different half of the target's classes.
+
+    ``swap=(a, b)`` exchanges the labels of classes ``a`` and ``b`` in the target model's source domain only
+    (the same draws otherwise): a model trained there makes *whole-class* errors on the target, each
+    cluster internally coherent, the case the cut statistic cannot see.
     """
     n_target = check_int("n_target", n_target, low=2)
     n_source = check_int("n_source", n_source, low=2)
@@ -85,6 +93,9 @@ def complementary_failure_data(
     xt, yt = sample(n_target, mu)
     xs, ys = sample(n_source, mu_s)
     xp, yp = sample(n_source, mu_p)
+    if swap is not None:
+        a, b = (check_int("swap", v, low=0, high=n_classes - 1) for v in swap)
+        ys = np.where(ys == a, b, np.where(ys == b, a, ys))
     return Domains(xt, yt, xs, ys, xp, yp)
 
 
@@ -190,7 +201,7 @@ def run_schemes(
     im_weight: float = 1.0,
     lr: float = 1e-3,
 ) -> dict[str, Any]:
-    """One seed of the complementary-failure comparison; returns accuracies, diagnostics and histories."""
+    """Revision 1's comparison (rounds of :class:`MutualCorrection`; SafeCut = :class:`SafeCutRounds`), one seed."""
     seed = check_int("seed", seed, low=0)
     ss = np.random.SeedSequence(seed).generate_state(4)
     data = complementary_failure_data(n_target, n_source, shift=shift, seed=int(ss[0]))
@@ -238,7 +249,7 @@ def run_schemes(
         "teacher->student": MutualCorrection("teacher_student", **kw),
         "naive exchange": MutualCorrection("naive", **kw),
         "confidence gating": MutualCorrection("confidence", **kw),
-        "SafeCut": SafeCut(k=k, tau=tau, **kw),
+        "SafeCut": SafeCutRounds(k=k, tau=tau, **kw),
     }
     for name, method in methods.items():
         _mt, _mv, hist = method.fit(model_t, partner, x, y=y)
@@ -246,3 +257,92 @@ def run_schemes(
         out["acc_partner"][name] = hist[-1]["acc_v"]
         out["history"][name] = hist
     return out
+
+
+@dataclass
+class Bed:
+    """One draw of the test bed: the two pretrained models, the target splits and the supervised ceiling.
+
+    ``x_pool`` is the unlabelled target data the methods adapt on; ``(x_val, y_val)`` a small labelled target
+    split used only to select hyper-parameters; ``(x_test, y_test)`` the split every accuracy is reported on.
+    ``ceiling`` is the accuracy on the test split of the same MLP trained on the pool *with its labels*.
+    """
+
+    model_t: Any
+    partner: Any
+    x_pool: Any
+    y_pool: np.ndarray
+    x_val: Any
+    y_val: np.ndarray
+    x_test: Any
+    y_test: np.ndarray
+    ceiling: float
+    n_classes: int
+
+
+def make_bed(
+    seed: int,
+    *,
+    n_pool: int,
+    n_val: int,
+    n_test: int,
+    n_source: int,
+    source_epochs: int,
+    shift: float,
+    partner_scale: float = 5.0,
+    swap: tuple[int, int] | None = None,
+    ceiling: bool = True,
+) -> Bed:
+    """Draw the data, pretrain the target model (source) and the partner (its own domain), train the ceiling.
+
+    The same ``seed`` gives the same data and initialisations with and without ``swap``.
+    """
+    seed = check_int("seed", seed, low=0)
+    ss = np.random.SeedSequence(seed).generate_state(4)
+    n_t = n_pool + n_val + n_test
+    data = complementary_failure_data(n_t, n_source, shift=shift, swap=swap, seed=int(ss[0]))
+    dim, c = data.x_target.shape[1], int(data.y_target.max()) + 1
+    torch.manual_seed(int(ss[1]))
+    model_t = train_supervised(
+        MLPClassifier(dim, c), data.x_source, data.y_source, epochs=source_epochs, seed=int(ss[2])
+    )
+    partner = FrozenEncoderClassifier(dim, c, generator=torch_generator(int(ss[3])))
+    train_supervised(partner, data.x_partner, data.y_partner, epochs=source_epochs, seed=int(ss[2]) + 1)
+    partner.scale = float(partner_scale)
+    xt, yt = torch.as_tensor(data.x_target), data.y_target
+    split = (slice(0, n_pool), slice(n_pool, n_pool + n_val), slice(n_pool + n_val, n_t))
+    (xp, yp), (xv, yv), (xs, ys) = ((xt[sl], yt[sl]) for sl in split)
+    ceil = float("nan")
+    if ceiling:
+        torch.manual_seed(int(ss[1]))
+        sup = train_supervised(MLPClassifier(dim, c), xp.numpy(), yp, epochs=source_epochs, seed=int(ss[2]))
+        ceil = accuracy(sup, xs, ys)
+    return Bed(model_t, partner, xp, yp, xv, yv, xs, ys, ceil, c)
+
+
+def accuracy(model: Any, x: Any, y: np.ndarray) -> float:
+    """Accuracy of ``model``'s arg-max on ``(x, y)``."""
+    model.eval()
+    with torch.no_grad():
+        return float(np.mean(model(x).argmax(1).numpy() == y))
+
+
+def make_method(name: str, *, lr: float, epochs: int, rounds: int, seed: int) -> Any:
+    """The adaptation methods of the claim, all with ``epochs`` passes over the pool in total.
+
+    ``"SafeCut"``, ``"naive exchange"``, ``"confidence gating"`` and ``"shuffled gate"`` share the release's
+    training (:class:`SafeCut`, only the reliability differs); ``"self-training"`` (SHOT's information
+    maximisation on the target model's own pseudo-labels), ``"teacher->student"`` and ``"SafeCut rounds"``
+    (revision 1) are :class:`MutualCorrection` rounds (``rounds`` x ``epochs // rounds``).
+    """
+    rel = {"SafeCut": "cut", "naive exchange": "naive", "confidence gating": "confidence", "shuffled gate": "shuffled"}
+    if name in rel:
+        return SafeCut(reliability=rel[name], epochs=epochs, lr=lr, seed=seed)
+    kw = {"rounds": rounds, "epochs": max(epochs // rounds, 1), "lr": lr, "im_weight": 1.0, "seed": seed}
+    if name == "self-training":
+        return MutualCorrection("self", **kw)
+    if name == "teacher->student":
+        return MutualCorrection("teacher_student", **kw)
+    if name == "SafeCut rounds":
+        return SafeCutRounds(k=20, **kw)
+    raise ValueError(f"unknown method {name!r}")
