@@ -64,6 +64,7 @@ from geode.sciml.inr_error.predictor import (
     ErrorPredictor,
     GlobalPrediction,
     NotContractingWarning,
+    ScaledDifferencePredictor,
     estimate_rho,
     raw_rho,
 )
@@ -85,6 +86,7 @@ __all__ = [
     "GlobalPrediction",
     "HashGrid",
     "NotContractingWarning",
+    "ScaledDifferencePredictor",
     "TruncatedSVD",
     "UndersampledFourier",
     "check_levels",
