@@ -1,4 +1,87 @@
-"""Claim check of ``inr-error`` (docstring below is replaced)."""
+r"""Claim check of ``inr-error``: ground-truth-free predictors track global error curves and local error maps.
+
+Revision 2 (protocol v2, issue 22). Four parts, each reported apart:
+
+1. **The authors' predictor on held-out signals (the paper's reading; the verdict's ``tight``/``loose``/
+   ``beats_raw``).** Following the release (``voilalab/global_error_bound``: ``plot_global_error_curves.ipynb``
+   ``compute_c``/``fit_c``, ``helpers.py``; read, not copied), :class:`ScaledDifferencePredictor` predicts
+   :math:`\hat e_k = c\,U_k/(d^\star - d_k)` on a ladder of about 16 linearly spaced levels with :math:`d^\star`
+   its finest level, and :math:`c` per family is the release's rule, the smallest constant whose prediction
+   covers every level. The release fits :math:`c` with the ground truth of the very signals it then plots; we
+   calibrate it on the other direct-fit 2-D signals (two of china, flower and the Shepp-Logan phantom) and
+   measure on the third, which the seed rotates (seed :math:`s` holds out signal :math:`s \bmod 3`, so three
+   seeds are the three leave-one-out folds). The in-sample figure is reported beside the held-out one.
+2. **Our inferred rules on doubling ladders (a variant; ``tight_ours``/``ours_beats_raw`` are reported, not in
+   the verdict), and the worst-case bound (``covers``, ``informative``).** :class:`ErrorPredictor`'s orthogonal
+   rule with :math:`\hat\rho` from the ladder, no calibration; the worst-case telescoped bound
+   :math:`\sum_{j\ge k} d_j + \hat\rho d_{L-2}/(1-\hat\rho)`, its coverage and its tightness (median bound /
+   true error, ``bound_over_true_median``). How often :math:`\hat\rho` sits at its cap is reported
+   (``rho_clipped_fraction``).
+3. **Heatmaps** (``local``): the release's rule :math:`c\,|f_k - f_{\mathrm{finest}}|` (Pearson r is
+   scale-free, so :math:`c` drops out) against :math:`|f - f_k|` over the non-finest 2-D levels; our per-pixel
+   orthogonal rule, the adjacent difference and the finest level (our rule; the release's rule has no larger
+   model there) are reported.
+4. **MRI** (4x variable-density Cartesian, noisy k-space; our extension): reported apart (``mri_*``), not in
+   the verdict: the ladders converge to an aliased least-squares reconstruction, not to the phantom, which is
+   outside the bound's assumptions (the release's MRI is fully sampled and noise-free, i.e. a direct fit: our
+   phantom in parts 1-3).
+
+Thresholds. ``tight`` (the authors' held-out predictor, every family's median :math:`|\hat e/e - 1| \le 0.30`)
+and ``loose`` (:math:`\le 0.50`) keep the revision-1 values on the paper's reading of the predictor;
+``beats_raw`` (its median ratio error at most 0.8x the raw difference :math:`d_k`'s) and ``informative``
+(worst-case bound within 3x of the error, median) are new, from the issue; ``covers`` (>= 95 %) and
+``local`` (r >= 0.6) are kept, ``local`` now on the release's heatmap rule (the issue). All use "2 of 3".
+Floors: >= 90 % of direct-fit ladders end with a smaller error than they start; no non-finite prediction.
+Controls (each must fail its threshold): tight/loose/beats_raw - the calibration signals' mean true error
+curve used as the held-out prediction (ignores the held-out signal); covers - the raw difference as an upper
+bound; informative - the worst-case bound with :math:`\rho` at its cap; local and the variant - the same rule
+applied to another signal's ladder.
+
+Equal tuning: the only free constant of a predictor is its scale :math:`c`. The authors' scaled difference and
+our orthogonal rule each get :math:`c` tuned by :func:`geode.claims.tune` over the same geometric grid
+(0.5-16, 4 extension steps) on the calibration signals' median ratio error, then applied to the held-out
+signal (``tuned_*`` metrics); the verdict uses the release's covering rule for :math:`c`.
+
+Deliberate differences from the release: no Instant-NGP / GA-Planes / FFN training (CPU budget); our families
+are the closed-form bilinear grid, truncated SVD and Fourier features with a linear head, so the restart
+optimisation gap :math:`\eta` is exactly 0 (:class:`ScaledDifferencePredictor` takes restarts for
+non-convex fits); the block :math:`b = 1` for every family (the release uses 10 for FFN and GA-Planes, whose
+training is noisy); the release's grid uses sinc interpolation, ours bilinear, so the published Grid 4.5 is
+reported (``authors_published_c_grid_ratio_error``), not used; :math:`c` is never fitted on the signal it is
+tested on; the release keeps levels up to :math:`\min(m-b, d^\star - d_0)`, we keep those with
+:math:`d_k < d^\star` and a full block above them (the same here); signals are 128^2 photographs from
+scikit-learn and the phantom, not DIV2K / ATLAS.
+
+Revision 1 (kept for the record): thresholds ``tight`` (our orthogonal rule, every family's median ratio error
+<= 0.30, MRI levels pooled in), ``covers``, ``local`` (per-pixel orthogonal rule, finest levels included),
+``loose``; quick seed 0: grid 0.22, Fourier 0.20, hash 0.25, SVD 0.30, CP 0.69, coverage 1.00, heatmap r 0.44
+-> not reproduced. Why changed: the issue (audit R5) found the coverage near-vacuous (bound ~5x the error), no
+raw-difference baseline, the heatmap rule and finest-level maps inferred and pooled, MRI pooled with direct
+fits, and the authors' released predictor not implemented.
+
+Quick-mode verdict (revision 2, 3 seeds): **not reproduced**, 3/3 seeds agree (held out: china,
+flower, phantom), floors met (every ladder decreases, nothing non-finite), CPU 30-31 s per seed.
+
+- tight (<= 0.30) fails: the authors' held-out predictor's worst family is Fourier features, 1.17 / 1.09 / 1.06
+  (the covering rule sets c = 8.9-10.6 because the linear Fourier ladder's increments are irregular); grid
+  0.24 / 0.61 / 0.49, SVD 0.08 / 0.17 / 0.47; in-sample (the release's own protocol) 0.39 / 0.47 / 0.40 median
+  over families. Control (the calibration signals' error curve) 0.37 / 0.79 / 0.47: fails tight, passes loose
+  in 2 of 3 seeds, so ``loose`` does not discriminate.
+- beats_raw (<= 0.8) fails: held-out / raw-difference median ratio error 0.51 / 0.99 / 1.53.
+- covers passes (1.00 in every seed; control: the raw difference covers 0 %), informative fails (median bound
+  5.4 / 6.4 / 4.6x the error; control with rho at its cap 11.4x); the release's theoretical bound
+  (d* - d_k) x difference covers 100 % at a median 28-33x the error.
+- local passes: the release's map |f_k - f_finest| r = 0.74 / 0.75 / 0.74 (control 0.03); our per-pixel rule
+  0.62, adjacent differences 0.48, finest level 0.26.
+- Variant: our orthogonal rule, uncalibrated, doubling ladders: worst family CP 0.88 / 0.84 / 0.87 (grid 0.22,
+  Fourier 0.20 / 0.31 / 0.04, hash 0.25-0.29, SVD 0.47); 0.86 / 0.91 / 0.76 of the raw difference's error;
+  rho at its cap on 26-32 % of direct ladders and on every MRI ladder.
+- Equal tuning of c on the calibration signals (median ratio error): held out, the tuned scaled difference
+  0.30 / 0.22 / 0.28, our tuned orthogonal rule 0.08 / 0.10 / 0.08 (the strongest predictor here), our rule
+  uncalibrated on the same linear ladders 0.49 / 0.43 / 0.51. The published Grid 4.5 on our bilinear grid: 2.0-2.5.
+- MRI (reported only): worst family 2.8 / 109 / 11 (the unregularised Fourier fit through the mask is unstable
+  in some seeds), grid 1.2-3.2, hash 2.6-2.8; the error rises with the level in 1-2 of 3 ladders.
+"""
 
 from __future__ import annotations
 
@@ -332,14 +415,20 @@ def run(mode: str, seed: int) -> Outcome:
     maps: dict[str, tuple[np.ndarray, np.ndarray, str]] = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fitted = {k: (lv, p, t, ErrorPredictor("orthogonal", warn=False).fit(p, lv)) for k, (lv, p, t) in ladders.items()}
+        fitted = {
+            k: (lv, p, t, ErrorPredictor("orthogonal", warn=False).fit(p, lv)) for k, (lv, p, t) in ladders.items()
+        }
     for (sig, fam_name), (levels, preds, truth, orth) in fitted.items():
         true = errors(preds, truth)
         g_orth = orth.predict_global()
         g_wc = ErrorPredictor("worst_case", warn=False).fit(preds, levels).predict_global()
         g_raw = ErrorPredictor("difference", warn=False).fit(preds, levels).predict_global()
         g_cap = ErrorPredictor("worst_case", rho=orth.rho_max).fit(preds, levels).predict_global()
-        r_orth, r_wc, r_raw = _ratio_err(g_orth.error, true), _ratio_err(g_wc.error, true), _ratio_err(g_raw.error, true)
+        r_orth, r_wc, r_raw = (
+            _ratio_err(g_orth.error, true),
+            _ratio_err(g_wc.error, true),
+            _ratio_err(g_raw.error, true),
+        )
         rel.setdefault(fam_name, []).extend(r_orth.tolist())
         rel_pool["orthogonal"].extend(r_orth.tolist())
         rel_pool["worst_case"].extend(r_wc.tolist())
@@ -445,7 +534,11 @@ def run(mode: str, seed: int) -> Outcome:
         vals: list[float] = []
         for s in calib:
             p, e, o = sdp[(s, fam)]
-            pred = p.predict(params["c"]) if rule == "scaled difference" else params["c"] * o.predict_global().error[p.index_]
+            pred = (
+                p.predict(params["c"])
+                if rule == "scaled difference"
+                else params["c"] * o.predict_global().error[p.index_]
+            )
             vals.extend(_ratio_err(pred, e).tolist())
         return _median(vals)
 
@@ -563,7 +656,8 @@ def run(mode: str, seed: int) -> Outcome:
         f"{metrics['authors_raw_difference_median_ratio_error']:.2f}); our orthogonal rule (doubling ladders): worst "
         f"family {metrics['max_family_median_ratio_error']:.2f}; worst-case bound covers "
         f"{100 * metrics['worst_case_coverage']:.0f}% at median {metrics['bound_over_true_median']:.1f}x the error; "
-        f"heatmap r {metrics['heatmap_r']:.2f}; MRI (4x) worst family {metrics['mri_max_family_median_ratio_error']:.2f}"
+        f"heatmap r {metrics['heatmap_r']:.2f}; MRI (4x) worst family "
+        f"{metrics['mri_max_family_median_ratio_error']:.2f}"
     )
     notes = [
         f"Direct fitting: 1-D piecewise-smooth + chirp ({size['n1d']} samples); sklearn's {', '.join(size['images'])} "
@@ -575,7 +669,8 @@ def run(mode: str, seed: int) -> Outcome:
         "no optimisation gap: closed-form fits are deterministic), c per family = the release's rule (smallest c "
         f"covering every calibration level) fitted on {', '.join(calib)} and applied to {held} (the seed rotates the "
         f"held-out signal). c: " + ", ".join(f"{f} {c_auth[f]:.2f}" for f in linear) + ". The published Grid 4.5 is "
-        f"for the release's sinc grid; on our bilinear grid it gives {metrics['authors_published_c_grid_ratio_error']:.2f}.",
+        "for the release's sinc grid; on our bilinear grid it gives "
+        f"{metrics['authors_published_c_grid_ratio_error']:.2f}.",
         "Equal tuning: c of the authors' scaled difference and of our orthogonal rule tuned with the same grid and "
         "budget on the calibration signals (median ratio error), applied to the held-out signal "
         f"({metrics['tuned_scaled_difference_heldout_ratio_error']:.2f} vs "

@@ -321,7 +321,9 @@ class ScaledDifferencePredictor:
         self.block = check_int("block", block, low=1)
         self._fitted = False
 
-    def fit(self, predictions: Any, levels: Sequence[int], *, restarts: Sequence[Any] | None = None) -> ScaledDifferencePredictor:
+    def fit(
+        self, predictions: Any, levels: Sequence[int], *, restarts: Sequence[Any] | None = None
+    ) -> ScaledDifferencePredictor:
         """Store the ladder (best restart per level, coarse to fine) and compute :math:`U_k`.
 
         ``restarts``, optional, gives per level an array ``(R, *signal)`` of R >= 2 restarts' predictions,
@@ -385,7 +387,9 @@ class ScaledDifferencePredictor:
         self._check()
         e = check_array("true_errors", true_errors, ndim=1)
         if e.size != self.levels_.size:
-            raise ValueError(f"true_errors must have one entry per level of levels_ ({self.levels_.size}); got {e.size}")
+            raise ValueError(
+                f"true_errors must have one entry per level of levels_ ({self.levels_.size}); got {e.size}"
+            )
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(self._scale > 0, e / self._scale, np.inf)
         return float(np.max(ratio))
