@@ -382,7 +382,9 @@ def test_claim_smoke_run_is_finite_and_deterministic():
     assert {"error_curves", "authors_heldout", "error_heatmaps"} <= set(a.figures)
     assert 0.0 <= a.metrics["worst_case_coverage"] <= 1.0
     assert {f"median_ratio_error_{f}" for f in ("grid", "fourier", "svd", "hash", "cp")} <= set(a.metrics)
-    assert {f"authors_c_{f}" for f in ("grid", "svd", "fourier")} <= set(a.metrics)
+    assert {f"authors_c_{f}" for f in ("grid", "svd", "fourier", "hash")} <= set(a.metrics)
+    assert 0.0 <= a.metrics["authors_hash_gap_share"] < 1.0  # hash restarts differ: the gap term is positive
+    assert a.metrics["authors_hash_eta_over_difference"] > 0.0
     # the authors' constant is the smallest that covers every calibration level: in-sample coverage is total
     assert a.metrics["authors_bound_coverage"] >= 0.0 and a.metrics["raw_difference_coverage"] <= 1.0
     assert a.tuned and {r["method"] for r in a.tuned} == {
