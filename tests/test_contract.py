@@ -22,7 +22,6 @@ IMPLEMENTED = [p.slug for p in catalog.papers(status="implemented")]
 # Every other claim must have them from the start.
 PRE_PROTOCOL_V2 = frozenset(
     {
-        "inr-error",
         "sds-lora",
         "svf",
     }

@@ -344,19 +344,32 @@ def test_bad_input_raises_naming_the_argument():
 # --------------------------------------------------------------------------------------------------
 
 
-def test_claim_thresholds_are_the_issues():
+def test_claim_thresholds_floors_and_controls():
     from geode.claims import load_claim
 
     c = load_claim("inr-error")
-    got = {t.name: (t.metric, t.op, t.value) for t in c.thresholds}
+    got = {t.name: (t.metric, t.op, t.value, t.agg) for t in c.thresholds}
     assert got == {
-        "tight": ("max_family_median_ratio_error", "<=", 0.30),
-        "covers": ("worst_case_coverage", ">=", 0.95),
-        "local": ("heatmap_r", ">=", 0.6),
-        "loose": ("max_family_median_ratio_error", "<=", 0.50),
+        "tight": ("authors_heldout_max_family_ratio_error", "<=", 0.30, "2 of 3"),
+        "loose": ("authors_heldout_max_family_ratio_error", "<=", 0.50, "2 of 3"),
+        "beats_raw": ("authors_vs_raw", "<=", 0.8, "2 of 3"),
+        "covers": ("worst_case_coverage", ">=", 0.95, "2 of 3"),
+        "informative": ("bound_over_true_median", "<=", 3.0, "2 of 3"),
+        "local": ("heatmap_r", ">=", 0.6, "2 of 3"),
+        "tight_ours": ("max_family_median_ratio_error", "<=", 0.30, "2 of 3"),
+        "ours_beats_raw": ("orthogonal_vs_raw", "<=", 0.8, "2 of 3"),
+        "ladders_fit": ("floor_ladder_decreasing_fraction", ">=", 0.9, "all"),
+        "finite": ("nonfinite_fraction", "<=", 0.0, "all"),
     }
-    assert c.reproduced == "tight and covers and local"
-    assert c.partial == "covers and loose"
+    controls = {t.name: t.controls for t in c.thresholds}
+    assert controls["tight"] == controls["loose"] == ("control_other_signal_max_family_ratio_error",)
+    assert controls["covers"] == ("raw_difference_coverage",)
+    assert controls["informative"] == ("capped_rho_bound_over_true_median",)
+    assert controls["local"] == ("heatmap_r_mismatched",)
+    assert c.reproduced == "tight and beats_raw and covers and informative and local"
+    assert c.partial == "loose and covers"
+    assert c.validity == "ladders_fit and finite"
+    assert c.revision == 2 and c.min_seeds >= 3
 
 
 def test_claim_smoke_run_is_finite_and_deterministic():
@@ -366,11 +379,27 @@ def test_claim_smoke_run_is_finite_and_deterministic():
     a, b = c.run("smoke", 0), c.run("smoke", 0)
     assert a.metrics == b.metrics
     assert all(math.isfinite(v) for v in a.metrics.values())
-    assert {"error_curves", "error_heatmaps"} <= set(a.figures)
+    assert {"error_curves", "authors_heldout", "error_heatmaps"} <= set(a.figures)
     assert 0.0 <= a.metrics["worst_case_coverage"] <= 1.0
     assert {f"median_ratio_error_{f}" for f in ("grid", "fourier", "svd", "hash", "cp")} <= set(a.metrics)
+    assert {f"authors_c_{f}" for f in ("grid", "svd", "fourier", "hash")} <= set(a.metrics)
+    assert 0.0 <= a.metrics["authors_hash_gap_share"] < 1.0  # hash restarts differ: the gap term is positive
+    assert a.metrics["authors_hash_eta_over_difference"] > 0.0
+    # the authors' constant is the smallest that covers every calibration level: in-sample coverage is total
+    assert a.metrics["authors_bound_coverage"] >= 0.0 and a.metrics["raw_difference_coverage"] <= 1.0
+    assert a.tuned and {r["method"] for r in a.tuned} == {
+        f"{rule}/{f}" for rule in ("scaled difference", "orthogonal") for f in ("grid", "svd", "fourier")
+    }
     verdict, _checks = c.verdict(a.metrics)
-    assert verdict in ("reproduced", "partial", "not reproduced")
+    assert verdict in ("reproduced", "partial", "not reproduced", "inconclusive")
+
+
+def test_claim_rotates_the_held_out_signal_with_the_seed():
+    from geode.sciml.inr_error.claim import run
+
+    # smoke signals: china and the phantom; seed k holds out signal k mod 2 and calibrates on the other
+    held = [run("smoke", s).summary.split("held-out ")[1].split(":")[0] for s in (0, 1, 2)]
+    assert held == ["china", "phantom", "china"]
 
 
 def test_not_contracting_ladders_are_flagged_and_the_difference_baseline_is_the_raw_differences():
@@ -396,3 +425,76 @@ def test_not_contracting_ladders_are_flagged_and_the_difference_baseline_is_the_
     d = np.linalg.norm(np.diff(f, axis=0), axis=1)
     assert np.allclose(base.error, [*d, d[-1]])
     assert np.allclose(ErrorPredictor("difference").fit(f[:3]).heatmap(0), 1.0)
+
+
+# --------------------------------------------------------------------------------------------------
+# The authors' calibrated predictor (ScaledDifferencePredictor)
+# --------------------------------------------------------------------------------------------------
+
+
+def test_scaled_difference_predictor_by_hand():
+    from geode.sciml.inr_error import ScaledDifferencePredictor
+
+    rng = np.random.default_rng(0)
+    f = rng.standard_normal((5, 3, 4))
+    levels = [2, 4, 6, 8, 10]
+    d = np.linalg.norm(np.diff(f.reshape(5, -1), axis=0), axis=1)
+    p = ScaledDifferencePredictor(block=1).fit(f, levels)
+    assert p.levels_.tolist() == [2, 4, 6, 8]  # the finest level has no finer neighbour
+    np.testing.assert_allclose(p.bound_, (10 - np.array([2, 4, 6, 8])) * d)
+    np.testing.assert_allclose(p.predict(3.0), 3.0 * d)  # c x the raw difference: d* - d_k cancels
+    # block 2 with d* = 12: the mean of two adjacent differences
+    q = ScaledDifferencePredictor(block=2, d_star=12).fit(f, levels)
+    assert q.levels_.tolist() == [2, 4, 6]
+    np.testing.assert_allclose(q.predict(1.0), [(d[i] + d[i + 1]) / 2 for i in range(3)])
+    np.testing.assert_allclose(q.bound_, (12 - np.array([2, 4, 6])) * q.predict(1.0))
+    # calibration: the smallest c whose prediction lies above every true error
+    e = np.array([1.0, 2.0, 0.5, 0.1])
+    c = p.calibrate(e)
+    assert np.all(p.predict(c) >= e - 1e-12) and np.any(np.isclose(p.predict(c), e))
+    np.testing.assert_allclose(p.heatmap(4, 2.0), 2.0 * np.abs(f[1] - f[-1]))
+
+
+def test_scaled_difference_predictor_optimisation_gap_from_restarts():
+    from geode.sciml.inr_error import ScaledDifferencePredictor
+
+    rng = np.random.default_rng(1)
+    f = rng.standard_normal((4, 6))
+    restarts = [f[k] + 0.1 * rng.standard_normal((3, 6)) for k in range(4)]
+    p = ScaledDifferencePredictor().fit(f, [1, 2, 3, 4], restarts=restarts)
+    eta, eta_norm = [], []
+    for r in restarts:
+        pairs = [(np.linalg.norm(r[i] - r[j]), r[i] - r[j]) for i in range(3) for j in range(i + 1, 3)]
+        best = max(pairs, key=lambda t: t[0])
+        eta_norm.append(best[0])
+        eta.append(best[1])
+    d = np.linalg.norm(np.diff(f, axis=0), axis=1)
+    de = np.linalg.norm(np.diff(np.array(eta), axis=0), axis=1)
+    gap = 4 - np.array([1, 2, 3])
+    np.testing.assert_allclose(p.bound_, gap * d + gap * de + np.array(eta_norm[:3]))
+    np.testing.assert_allclose(p.eta_, eta_norm[:3])
+    # without restarts the gap is zero and the bound is the scaled difference alone
+    np.testing.assert_allclose(ScaledDifferencePredictor().fit(f, [1, 2, 3, 4]).bound_, gap * d)
+
+
+def test_scaled_difference_predictor_bad_input():
+    from geode.sciml.inr_error import ScaledDifferencePredictor
+
+    f = np.zeros((3, 4))
+    with pytest.raises(RuntimeError, match="fit"):
+        ScaledDifferencePredictor().predict(1.0)
+    with pytest.raises(ValueError, match="block"):
+        ScaledDifferencePredictor(block=3).fit(f, [1, 2, 3])
+    with pytest.raises(ValueError, match="levels"):
+        ScaledDifferencePredictor().fit(f, [1, 2])
+    with pytest.raises(ValueError, match="d_star"):
+        ScaledDifferencePredictor(d_star=1).fit(f, [1, 2, 3])
+    with pytest.raises(ValueError, match="restarts"):
+        ScaledDifferencePredictor().fit(f, [1, 2, 3], restarts=[np.zeros((2, 4))])
+    p = ScaledDifferencePredictor().fit(np.arange(12.0).reshape(3, 4), [1, 2, 3])
+    with pytest.raises(ValueError, match="true_errors"):
+        p.calibrate([1.0])
+    with pytest.raises(ValueError, match="c"):
+        p.predict(0.0)
+    with pytest.raises(ValueError, match="level"):
+        p.heatmap(3)
