@@ -23,7 +23,6 @@ IMPLEMENTED = [p.slug for p in catalog.papers(status="implemented")]
 PRE_PROTOCOL_V2 = frozenset(
     {
         "sds-lora",
-        "svf",
     }
 )
 

@@ -9,6 +9,7 @@ the optimal cost; :func:`batch_lower_bound` bounds the optimum from below for an
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -161,17 +162,24 @@ def adversarial_batch_ratio(
     iters: int = 200,
     restarts: int = 4,
     max_len: int = 8,
+    alpha: float = 1.0,
+    starts: Any = (),
     seed: int | np.random.Generator | None = 0,
 ) -> tuple[float, dict[str, Any]]:
     """Search small batch instances for a large ratio of ``policy``'s total completion time to the optimum.
 
     Random instances cannot test a worst-case bound (issue 18: FCFS passed "CR <= 5" on them too). This
     hill-climbs over instances of ``n`` requests with prompt lengths in ``[0, max_len]``, output lengths in
-    ``[1, max_len]`` and a cache :math:`M` in ``[max(s + o), max(s + o) + max_len]``: each step changes one
-    length (or :math:`M`) by a small random amount and keeps the change when the ratio
-    :math:`\\sum_i C_i^{\\mathrm{policy}} / \\mathrm{OPT}` does not decrease (unit-time steps, batch arrival at
-    time 0, OPT by :func:`optimal_batch_cost`); ``restarts`` independent climbs share the ``iters`` budget.
-    The result is a lower bound on the policy's competitive ratio on such instances, not the ratio itself.
+    ``[1, max_len]`` and a cache :math:`M = \\lceil \\max_i(s_i + o_i) / \\alpha \\rceil + e`, :math:`e \\in [0,
+    \\text{max\\_len}]` (so every peak is at most :math:`\\alpha M`, the hypothesis of SVF's bound
+    :math:`1 + 2/(1 - \\alpha)`): each step changes one length (or :math:`e`) by a small random amount and
+    keeps the change when the ratio :math:`\\sum_i C_i^{\\mathrm{policy}} / \\mathrm{OPT}` does not decrease
+    (unit-time steps, batch arrival at time 0, OPT by :func:`optimal_batch_cost`); ``restarts`` independent
+    climbs share the ``iters`` budget.
+    Climbs may also start from given instances (``starts``, e.g. the predecessors' lower-bound
+    constructions, which random starts on small instances do not reach); their moves stay within the
+    start's own length ranges. The result is a lower bound on the policy's competitive ratio on such
+    instances, not the ratio itself.
 
     Parameters
     ----------
@@ -182,9 +190,14 @@ def adversarial_batch_ratio(
     iters : int
         Evaluations in all (each solves one small integer program).
     restarts : int
-        Independent climbs.
+        Independent climbs from random instances (may be 0 when ``starts`` are given).
     max_len : int
-        Largest prompt and output length.
+        Largest prompt and output length (of random starts), and largest slack :math:`e` of the cache.
+    alpha : float
+        Largest peak over cache, :math:`\\alpha \\in (0, 1]` (see :math:`M` above). ``alpha=1`` (default)
+        lets one request fill the cache; SVF's bound :math:`1 + 2/(1-\\alpha)` is 5 at ``alpha=0.5``.
+    starts : sequence of (prompt, output, slack), optional
+        Instances to climb from first (each climb gets ``iters // (restarts + len(starts))`` evaluations).
     seed : int, numpy Generator or None
         Randomness of the starts and the moves.
 
@@ -200,37 +213,52 @@ def adversarial_batch_ratio(
 
     n = check_int("n", n, low=1, high=12)
     iters = check_int("iters", iters, low=1)
-    restarts = check_int("restarts", restarts, low=1)
+    restarts = check_int("restarts", restarts, low=0)
     max_len = check_int("max_len", max_len, low=1)
+    alpha = check_real("alpha", alpha, low=0.0, high=1.0, low_inclusive=False)
     rng = as_generator(seed)
     unit = CostModel.unit()
+    begin: list[tuple[np.ndarray, np.ndarray, int]] = []
+    for k, start in enumerate(starts):
+        s0, o0, e0 = start
+        s0 = as_lengths(f"starts[{k}] prompt", np.atleast_1d(s0), low=0)
+        o0 = as_lengths(f"starts[{k}] output", np.atleast_1d(o0), low=1)
+        if s0.shape != (n,) or o0.shape != (n,):
+            raise ValueError(f"starts[{k}] must have n={n} prompts and outputs; got {s0.shape[0]} and {o0.shape[0]}")
+        begin.append((s0, o0, check_int(f"starts[{k}] slack", e0, low=0)))
+    if restarts + len(begin) == 0:
+        raise ValueError("restarts must be >= 1 when no starts are given")
+
+    def slots(s: np.ndarray, o: np.ndarray, extra: int) -> int:
+        return int(math.ceil(int((s + o).max()) / alpha - 1e-9)) + extra
 
     def ratio(s: np.ndarray, o: np.ndarray, m: int) -> tuple[float, float, float]:
         opt, _ = optimal_batch_cost(s, o, m)
         cost = float(simulate(Workload(np.zeros(n), s, o), policy, m, cost=unit).finish.sum())
         return cost / opt, cost, opt
 
-    best: tuple[float, dict[str, Any]] = (0.0, {})
-    per = max(1, iters // restarts)
     for _ in range(restarts):
-        s = rng.integers(0, max_len + 1, n)
-        o = rng.integers(1, max_len + 1, n)
-        extra = int(rng.integers(0, max_len + 1))
-        r, c, opt = ratio(s, o, int((s + o).max()) + extra)
+        begin.append(
+            (rng.integers(0, max_len + 1, n), rng.integers(1, max_len + 1, n), int(rng.integers(0, max_len + 1)))
+        )
+    best: tuple[float, dict[str, Any]] = (0.0, {})
+    per = max(1, iters // len(begin))
+    for s, o, extra in begin:
+        s_hi, o_hi = max(max_len, int(s.max())), max(max_len, int(o.max()))
+        r, c, opt = ratio(s, o, slots(s, o, extra))
         for _ in range(per - 1):
             s2, o2, extra2 = s.copy(), o.copy(), extra
             what = int(rng.integers(0, 2 * n + 1))
             step = int(rng.choice([-3, -2, -1, 1, 2, 3]))
             if what < n:
-                s2[what] = int(np.clip(s2[what] + step, 0, max_len))
+                s2[what] = int(np.clip(s2[what] + step, 0, s_hi))
             elif what < 2 * n:
-                o2[what - n] = int(np.clip(o2[what - n] + step, 1, max_len))
+                o2[what - n] = int(np.clip(o2[what - n] + step, 1, o_hi))
             else:
                 extra2 = int(np.clip(extra2 + step, 0, max_len))
-            r2, c2, opt2 = ratio(s2, o2, int((s2 + o2).max()) + extra2)
+            r2, c2, opt2 = ratio(s2, o2, slots(s2, o2, extra2))
             if r2 >= r:
                 s, o, extra, r, c, opt = s2, o2, extra2, r2, c2, opt2
         if r > best[0]:
-            m = int((s + o).max()) + extra
-            best = (r, {"prompt": s, "output": o, "kv_slots": m, "policy_cost": c, "opt": opt})
+            best = (r, {"prompt": s, "output": o, "kv_slots": slots(s, o, extra), "policy_cost": c, "opt": opt})
     return best
