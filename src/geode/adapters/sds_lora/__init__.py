@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from geode.adapters.sds_lora.sds import (
     BASES,
+    SDSDualLoRALinear,
     SDSLoRALinear,
     orthonormal_basis,
     sds_lora_config,
@@ -53,4 +54,12 @@ from geode.adapters.sds_lora.sds import (
     sds_lora_gradients,
 )
 
-__all__ = ["BASES", "SDSLoRALinear", "orthonormal_basis", "sds_lora_config", "sds_lora_delta", "sds_lora_gradients"]
+__all__ = [
+    "BASES",
+    "SDSDualLoRALinear",
+    "SDSLoRALinear",
+    "orthonormal_basis",
+    "sds_lora_config",
+    "sds_lora_delta",
+    "sds_lora_gradients",
+]
