@@ -24,7 +24,6 @@ PRE_PROTOCOL_V2 = frozenset(
     {
         "inr-error",
         "safecut",
-        "sds-lora",
         "svf",
     }
 )
