@@ -41,6 +41,20 @@ Revision 3 keeps all three thresholds (metric meaning, operator, value) and chan
   of LoRA's kappa = 1 steps on two independent target draws (noise floor) for "LoRA grows > 10x"; LoRA
   minus LoRA re-seeded (noise floor) for "SDS's gap is smaller in every seed".
 - *quick mode*: 200 adaptation steps (was 300) to pay for the tuning grid.
+
+Measured (quick, 3 seeds): **partial**, per-seed verdicts unstable (reproduced, partial, reproduced).
+(a) GD, tuned: SDS-LoRA dual-branch 14 -> 14 -> 14 steps at kappa 1/10/100 in every seed (growth 1.0,
+fitted exponent 0.00; its 10 warm-up steps included); LoRA 19-20 -> 769 -> 4078-5000 (growth >= 215-250,
+exponent 1.17-1.20; at kappa = 100 the lr selected on validation, 1.41, left 2 of 3 test targets
+unconverged in seeds 0 and 2, so the growth is a lower bound). The gradient reading grows 6.8x in every
+seed (exponent 0.42, the sqrt(kappa) the audit predicted; QR bases 6.2-7.4x), so under that reading
+``a_sds_flat`` fails (geobound95 6.86). Adam (reported): LoRA grows only 1.7-2.8x (exponent 0.11-0.22),
+the gradient reading 0.9-1.0x (exponent -0.01). (b) test loss gap margin LoRA minus SDS dual-branch
++0.82, -0.64, +0.49 (gradient reading +0.89, -0.68, +0.63): SDS beats LoRA in 2 of 3 seeds, as in
+revision 1, so ``b_all_seeds`` fails. The noise floor (LoRA minus LoRA re-seeded) is +0.42, -0.46, -0.10:
+the adaptation comparison is as noisy as its effect. Against tuned DoRA the dual-branch margin is +0.02,
+-0.62, -0.15. All controls fail their thresholds and all floors hold. Quick mode costs 128-138 CPU-s per
+seed (over the 90-s budget: 16-17 adapter trainings per seed).
 """
 
 from __future__ import annotations
