@@ -17,15 +17,6 @@ from geode.claims.store import ResultStore
 
 IMPLEMENTED = [p.slug for p in catalog.papers(status="implemented")]
 
-# Claims written before the claim protocol v2 (shared/notes/claim-protocol.md). Their rework issues give
-# them validity floors, negative controls and a benchmark; each leaves this set when its rework lands.
-# Every other claim must have them from the start.
-PRE_PROTOCOL_V2 = frozenset(
-    {
-        "sds-lora",
-    }
-)
-
 
 @pytest.fixture(scope="module")
 def smoke_runs():
@@ -54,16 +45,13 @@ def test_claim_is_registered_and_described(slug):
     assert c.doc, f"{p.module} needs a docstring: the paper, the claim and what was inferred"
 
 
-def test_the_pre_protocol_list_only_names_implemented_papers():
-    assert PRE_PROTOCOL_V2 <= set(IMPLEMENTED)
-
-
 @pytest.mark.parametrize("slug", IMPLEMENTED)
 def test_claim_follows_the_protocol(slug):
-    """Validity floors, a negative control for a verdict threshold, and a benchmark (protocol v2)."""
-    if slug in PRE_PROTOCOL_V2:
-        pytest.skip("written before protocol v2; its rework issue adds floors, controls and a benchmark")
+    """Validity floors, a negative control for a verdict threshold, and a benchmark (protocol v2).
 
+    Every claim follows it: the last four written before the protocol (svf, safecut, inr-error, sds-lora)
+    were reworked, so there is no exemption list any more.
+    """
     c = load_claim(slug)
     assert c.validity, "declare validity floors: register(..., validity='floor_a and floor_b')"
     floors = set(c.validity.replace("(", " ").replace(")", " ").split()) - {"and", "or", "not"}

@@ -7,6 +7,7 @@ from torch import nn
 
 from geode.adapters import LoRALinear, adapter_modules, inject_adapters, load_peft_lora, save_peft_lora
 from geode.adapters.sds_lora import (
+    SDSDualLoRALinear,
     SDSLoRALinear,
     orthonormal_basis,
     sds_lora_config,
@@ -16,8 +17,11 @@ from geode.adapters.sds_lora import (
 from geode.adapters.sds_lora.experiment import (
     _factored_step,
     adapt_language_model,
+    factorization_run,
     factorization_sweep,
+    kappa_exponent,
     low_rank_target,
+    refresh_schedule,
 )
 from geode.core import polar, sign_fixed_qr
 from geode.core.random import torch_generator
@@ -155,16 +159,31 @@ def test_factorisation_sweep_lora_slows_with_kappa_more_than_sds():
         factorization_sweep((1.0,), methods=("dora",))
 
 
-@pytest.mark.parametrize("method", ["lora", "sds", "full"])
+@pytest.mark.parametrize("method", ["lora", "sds", "sds-dual", "dora", "full"])
 def test_adapt_language_model_runs(method):
     model = build_tiny_lm(VOCAB, **TINY)
     task = Copy(n_symbols=8, length=3)
     out = adapt_language_model(
-        model, task, method, r=2, steps=3, batch_size=4, eval_batch=task.sample(8, 1), diag_every=2, seed=0
+        model,
+        task,
+        method,
+        r=2,
+        steps=3,
+        batch_size=4,
+        eval_batch=task.sample(8, 1),
+        val_batch=task.sample(8, 2),
+        diag_every=2,
+        warmup=1,
+        refresh_every=1,
+        seed=0,
     )
-    assert out["losses"].shape == (3,) and np.isfinite(out["eval_loss"])
+    assert out["losses"].shape == (3,) and np.isfinite(out["eval_loss"]) and np.isfinite(out["val_loss"])
+    if method == "sds-dual":
+        assert all(m.dual for m in adapter_modules(model).values())
     if method == "full":
         assert out["n_trainable"] == sum(p.numel() for p in model.parameters())
+    elif method == "dora":
+        assert out["grad_erank"] == []
     else:
         assert len(out["grad_erank"]) == 2 and all(1.0 <= e <= 2.0 + 1e-6 for e in out["grad_erank"])
         assert all(-1.0 <= c <= 1.0 for c in out["step_cosine"])
@@ -295,3 +314,127 @@ def test_sds_lora_config_refuses_gpt2_conv1d_targets():
     model = build_tiny_lm(32, arch="gpt2", d_model=16, n_layers=1, n_heads=2, seed=0)
     with pytest.raises(TypeError, match="nn.Linear targets only.*Conv1D"):
         peft.get_peft_model(model, sds_lora_config(r=2, lora_alpha=4, target_modules=["c_attn"]))
+
+
+# ------------------------------------------------------------------------------ the dual-branch reading
+
+
+def _dual_pair(seed: int = 0, out: int = 9, inp: int = 7, r: int = 3):
+    """A LoRA layer and a dual-branch layer with the same random A and B (float64), still in warm-up."""
+    lora, _ = _pair(seed=seed, out=out, inp=inp, r=r)
+    dual = SDSDualLoRALinear(nn.Linear(inp, out).double(), r, alpha=2 * r)
+    dual.base.load_state_dict(lora.base.state_dict())
+    with torch.no_grad():
+        dual.lora_A.copy_(lora.lora_A)
+        dual.lora_B.copy_(lora.lora_B)
+    return lora, dual
+
+
+def test_dual_branch_warm_up_is_plain_lora():
+    lora, dual = _dual_pair()
+    x, target = torch.randn(6, 7, dtype=torch.float64), torch.randn(6, 9, dtype=torch.float64)
+    assert not dual.dual and torch.equal(dual(x), lora(x))
+    for layer in (lora, dual):
+        (0.5 * (layer(x) - target).pow(2).sum()).backward()
+    assert torch.allclose(dual.lora_A.grad, lora.lora_A.grad) and torch.allclose(dual.lora_B.grad, lora.lora_B.grad)
+
+
+def test_dual_branch_reparameterisation_keeps_the_function_and_has_the_closed_form():
+    _, dual = _dual_pair(seed=1)
+    x = torch.randn(6, 7, dtype=torch.float64)
+    before, w_before = dual(x).detach(), (dual.base.weight + dual.delta_weight()).detach()
+    dual.reparameterize()
+    s2 = dual.scaling * 3**0.5  # (alpha / r) sqrt(r)
+    assert dual.dual and dual.dual_scaling == pytest.approx(s2)
+    assert torch.allclose(dual(x), before, atol=1e-12)
+    assert torch.allclose(dual.base.weight + dual.delta_weight(), w_before, atol=1e-12)
+    eye = torch.eye(3, dtype=torch.float64)
+    assert torch.allclose(dual.q_b.T @ dual.q_b, eye, atol=1e-12) and torch.allclose(dual.q_a.T @ dual.q_a, eye)
+    # each branch carries half of the rank-r update: s' Q_B A = s' B Q_A^T = U S V^T / 2
+    half = s2 * dual.q_b @ dual.lora_A.detach()
+    assert torch.allclose(half, s2 * dual.lora_B.detach() @ dual.q_a.T, atol=1e-12)
+    assert torch.allclose(2 * half, w_before - dual.base.weight, atol=1e-12)
+
+
+def test_dual_branch_gradients_go_through_the_frozen_bases_only():
+    _, dual = _dual_pair(seed=2)
+    dual.reparameterize()
+    x, target = torch.randn(8, 7, dtype=torch.float64), torch.randn(8, 9, dtype=torch.float64)
+    g = _full_gradient(dual, x, target)
+    (0.5 * (dual(x) - target).pow(2).sum()).backward()
+    s2 = dual.dual_scaling
+    assert torch.allclose(dual.lora_A.grad, s2 * dual.q_b.T @ g, atol=1e-10)
+    assert torch.allclose(dual.lora_B.grad, s2 * g @ dual.q_a, atol=1e-10)
+    assert dual.q_a.grad is None and not dual.q_a.requires_grad
+
+
+def test_dual_branch_refresh_of_a_rank_2r_update_merges_the_residual():
+    _, dual = _dual_pair(seed=3)
+    dual.reparameterize()
+    with torch.no_grad():  # move both branches: the update now has rank up to 2r
+        dual.lora_A.add_(torch.randn(3, 7, dtype=torch.float64, generator=torch_generator(4)))
+        dual.lora_B.add_(torch.randn(9, 3, dtype=torch.float64, generator=torch_generator(5)))
+    x = torch.randn(5, 7, dtype=torch.float64)
+    before, base_before = dual(x).detach(), dual.base.weight.detach().clone()
+    assert int(torch.linalg.matrix_rank(dual.delta_weight().detach())) == 6
+    dual.reparameterize()
+    assert torch.allclose(dual(x), before, atol=1e-10)
+    assert int(torch.linalg.matrix_rank(dual.delta_weight().detach())) <= 3
+    assert not torch.allclose(dual.base.weight, base_before)  # the truncation residual went into the base
+    with pytest.raises(ValueError, match="use_rslora"):
+        SDSDualLoRALinear(nn.Linear(7, 9), 3, use_rslora=True)
+
+
+def test_refresh_schedule_is_phased():
+    assert refresh_schedule(10, 10, 4, 200) == [10, 20, 30, 40, 50, 70, 90, 110, 130, 170]
+    assert refresh_schedule(0, 1, 1, 7) == [0, 1, 3, 7]
+    with pytest.raises(ValueError, match="every"):
+        refresh_schedule(10, 0, 4, 100)
+
+
+def test_factorization_run_agrees_with_the_sweep():
+    for method in ("lora", "sds"):
+        row = factorization_sweep((10.0,), d=12, r=3, lrs=(0.5,), n_seeds=2, max_steps=800, methods=(method,), seed=1)
+        out = factorization_run(method, 10.0, (0.5,), d=12, r=3, n_seeds=2, max_steps=800, seed=1)
+        assert [int(x) for x in out["hit"][0]] == row[0]["steps"]
+        # a censored run scores max_steps * (1 + log10(err / tol)) >= the sweep's max_steps
+        assert out["score"][0] >= row[0]["median_steps"]
+        if row[0]["censored"] == 0:
+            assert out["score"][0] == pytest.approx(row[0]["median_steps"])
+
+
+def test_dual_branch_factorisation_is_insensitive_to_kappa_and_lora_is_not():
+    steps = {}
+    for method in ("lora", "sds-dual"):
+        for kappa in (1.0, 30.0):
+            out = factorization_run(method, kappa, (0.125, 0.25, 0.5), d=12, r=3, n_seeds=2, max_steps=1500, seed=0)
+            steps[(method, kappa)] = float(out["score"].min())
+    assert steps[("sds-dual", 30.0)] <= 1.5 * steps[("sds-dual", 1.0)]
+    assert steps[("lora", 30.0)] >= 3 * steps[("lora", 1.0)]
+
+
+def test_adam_factorisation_reaches_the_tolerance_and_scores_censored_runs():
+    out = factorization_run(
+        "lora",
+        1.0,
+        (0.03, 1e-6),
+        d=12,
+        r=3,
+        n_seeds=2,
+        max_steps=300,
+        optimizer="adam",
+        seed=0,
+        stop_when_decided=False,
+    )
+    assert (out["hit"][0] < 300).all() and (out["hit"][1] == 300).all()
+    assert out["score"][1] > 300 and out["score"][0] < 300  # never reached: max_steps * (1 + log10(err / tol))
+    with pytest.raises(ValueError, match="optimizer must be one of"):
+        factorization_run("lora", 1.0, (0.1,), optimizer="sgd")
+
+
+def test_kappa_exponent_recovers_a_power_law():
+    kappas = np.array([1.0, 10.0, 100.0, 1000.0])
+    assert kappa_exponent(kappas, 7 * kappas**0.5) == pytest.approx(0.5)
+    assert kappa_exponent(kappas, np.full(4, 12.0)) == pytest.approx(0.0, abs=1e-12)
+    with pytest.raises(ValueError, match="two distinct"):
+        kappa_exponent([10.0, 10.0], [3, 4])

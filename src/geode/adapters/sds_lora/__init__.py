@@ -33,19 +33,31 @@ Details we inferred (no code or equations of the paper were available to us):
   about the factors only, and layers below should see the true gradient.
 - Initialisation as LoRA (:math:`A` Kaiming-uniform, :math:`B = 0`); with :math:`B = 0` the basis of
   :math:`B` is arbitrary but deterministic (orthonormal either way), so :math:`A` moves at step 0 too.
-- The claim check: (a) the matrix-factorisation sweep of the notes (rank-4 target of condition number
-  :math:`\kappa` in :math:`\mathbb{R}^{64 \times 64}`, singular values geometric from 1 to :math:`1/\kappa`, LoRA
-  initialisation, plain gradient descent, best learning rate of a grid per method and :math:`\kappa`,
-  steps to relative error :math:`10^{-2}`); (b) a tiny Llama (d = 128, 2 layers) pretrained on copying
-  (task A) and adapted to reversal (task B) with r = 4, alpha = 8 on every projection, AdamW with
-  cosine decay (lr 3e-3 for both adapters, 1e-3 for full fine-tuning, fixed before any run),
-  300 steps, 3 seeds; the "final loss" is the answer cross-entropy on 512 held-out sequences.
+- Two readings of the method, both implemented (the claim runs both; its verdict uses the dual-branch one):
+  the *gradient reading* above (:class:`SDSLoRALinear`, our reconstruction from the abstract) and the
+  *dual-branch reading* of the paper's Equation 8 that a third-party implementation follows
+  (:class:`SDSDualLoRALinear`): :math:`\Delta W = s'(Q_B A + B Q_A^\top)` with frozen orthonormal bases and
+  :math:`s' = (\alpha/r)\sqrt{r}`, reached after plain-LoRA warm-up steps (10) by an SVD
+  re-parameterisation (:math:`A = \Sigma V^\top/(2s')`, :math:`B = U\Sigma/(2s')`: each branch carries half;
+  the third party notes the paper's :math:`1/\sqrt{2s}` as a typo for :math:`1/(2s)`), bases refreshed by the
+  same re-parameterisation on a phased schedule. Inferred by us in that reading (no code was read): the
+  schedule (gaps of 10 steps doubling every 4 refreshes, :func:`~.experiment.refresh_schedule`), merging
+  the rank-:math:`r` truncation residual of a refresh into the frozen base weight (so the function never
+  jumps), and restarting the factors' Adam moments at each re-parameterisation.
+- The claim check (:mod:`.claim`, revision 3): (a) the matrix-factorisation sweep of the notes (rank-r
+  target of condition number :math:`\kappa`, singular values geometric from 1 to :math:`1/\kappa`, LoRA
+  initialisation, GD and Adam, learning rate tuned per method and :math:`\kappa` on validation targets,
+  steps to relative error :math:`10^{-2}` on test targets, fitted exponent of steps against :math:`\kappa`);
+  (b) a tiny Llama (d = 128, 2 layers) pretrained on copying (task A) and adapted to reversal (task B)
+  with r = 4, alpha = 8 on every projection, AdamW with cosine decay, every method's learning rate tuned
+  on a validation batch; the "final loss" is the answer cross-entropy on held-out test sequences.
 """
 
 from __future__ import annotations
 
 from geode.adapters.sds_lora.sds import (
     BASES,
+    SDSDualLoRALinear,
     SDSLoRALinear,
     orthonormal_basis,
     sds_lora_config,
@@ -53,4 +65,12 @@ from geode.adapters.sds_lora.sds import (
     sds_lora_gradients,
 )
 
-__all__ = ["BASES", "SDSLoRALinear", "orthonormal_basis", "sds_lora_config", "sds_lora_delta", "sds_lora_gradients"]
+__all__ = [
+    "BASES",
+    "SDSDualLoRALinear",
+    "SDSLoRALinear",
+    "orthonormal_basis",
+    "sds_lora_config",
+    "sds_lora_delta",
+    "sds_lora_gradients",
+]

@@ -23,20 +23,25 @@ import numpy as np
 import torch
 from torch import nn
 
-from geode.adapters.lora import LoRALinear, adapter_modules, inject_adapters, trainable_parameters
-from geode.adapters.sds_lora.sds import BASES, SDSLoRALinear, orthonormal_basis
+from geode.adapters.lora import DoRALinear, LoRALinear, adapter_modules, inject_adapters, trainable_parameters
+from geode.adapters.sds_lora.sds import BASES, SDSDualLoRALinear, SDSLoRALinear, orthonormal_basis
 from geode.core.linalg import effective_rank
 from geode.core.random import as_generator, torch_generator
 from geode.core.validation import check_choice, check_int, check_positive
 
 __all__ = [
     "ADAPT_METHODS",
+    "MF_METHODS",
+    "OPTIMIZERS",
     "adapt_language_model",
+    "factorization_run",
     "factorization_sweep",
+    "kappa_exponent",
     "low_rank_target",
+    "refresh_schedule",
 ]
 
-ADAPT_METHODS = ("lora", "sds", "full")
+ADAPT_METHODS = ("lora", "sds", "sds-dual", "dora", "full")
 
 
 def low_rank_target(
@@ -99,7 +104,7 @@ def factorization_sweep(
     tol: float = 1e-2,
     max_steps: int = 5000,
     methods: tuple[str, ...] = ("lora", "sds"),
-    basis: str = "qr",
+    basis: str = "polar",
     seed: int = 0,
 ) -> list[dict[str, Any]]:
     r"""Steps of plain gradient descent to reach :math:`\lVert BA - T\rVert_F / \lVert T \rVert_F \le` ``tol``.
@@ -223,10 +228,14 @@ def adapt_language_model(
     batch_size: int = 32,
     lr: float = 3e-3,
     eval_batch: Any = None,
+    val_batch: Any = None,
     diag_every: int = 0,
+    warmup: int = 10,
+    refresh_every: int = 10,
+    refresh_phase: int = 4,
     seed: int = 0,
 ) -> dict[str, Any]:
-    r"""Adapt ``model`` (in place) to ``task`` with LoRA, SDS-LoRA or full fine-tuning.
+    r"""Adapt ``model`` (in place) to ``task`` with LoRA, SDS-LoRA (either reading) or full fine-tuning.
 
     AdamW (no weight decay) with a cosine decay of the learning rate to 0 over ``steps`` steps,
     gradient-norm clipping at 1, a fresh batch per step.
@@ -237,7 +246,11 @@ def adapt_language_model(
         The pretrained model; it is modified.
     task : SyntheticTask or callable
         ``task.sample(n, rng)`` gives batches (see :mod:`geode.models.tasks`).
-    method : {"lora", "sds", "full"}
+    method : {"lora", "sds", "sds-dual", "dora", "full"}
+        ``"sds"``: :class:`SDSLoRALinear` (the gradient reading); ``"sds-dual"``: :class:`SDSDualLoRALinear`
+        (the dual-branch reading), re-parameterised at the steps of :func:`refresh_schedule`
+        (``warmup``, ``refresh_every``, ``refresh_phase``) before that step's forward; the AdamW moments of
+        the factors restart at each re-parameterisation (the factors are new coordinates).
     r, alpha : int, float
         Adapter rank and :math:`\alpha` (``scaling = alpha / r``).
     target_modules : str or sequence of str
@@ -245,6 +258,8 @@ def adapt_language_model(
     steps, batch_size, lr : training settings.
     eval_batch : TaskBatch, optional
         Held-out batch for the final loss and accuracy.
+    val_batch : TaskBatch, optional
+        A second held-out batch (validation, for tuning): ``val_loss`` and ``val_accuracy``.
     diag_every : int
         Every so many steps (0: never) record the adapters' gradient diagnostics.
     seed : int
@@ -267,7 +282,7 @@ def adapt_language_model(
         for p in model.parameters():
             p.requires_grad_(True)
     else:
-        cls = LoRALinear if method == "lora" else SDSLoRALinear
+        cls = {"lora": LoRALinear, "sds": SDSLoRALinear, "sds-dual": SDSDualLoRALinear, "dora": DoRALinear}[method]
         inject_adapters(model, target_modules, lambda lin: cls(lin, r, alpha, generator=g))
     params = trainable_parameters(model)
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
@@ -276,10 +291,16 @@ def adapt_language_model(
     losses = np.empty(steps)
     eranks, cosines = [], []
     adapters = adapter_modules(model)
+    refresh = set(refresh_schedule(warmup, refresh_every, refresh_phase, steps)) if method == "sds-dual" else set()
     model.train()
     for step in range(steps):
+        if step in refresh:  # new coordinates: the factors' AdamW moments restart
+            for m in adapters.values():
+                m.reparameterize()
+                opt.state.pop(m.lora_A, None)
+                opt.state.pop(m.lora_B, None)
         batch = task.sample(batch_size, rng)
-        diag = method != "full" and diag_every > 0 and step % diag_every == 0
+        diag = method in ("lora", "sds", "sds-dual") and diag_every > 0 and step % diag_every == 0
         if diag:
             for m in adapters.values():
                 m.base.weight.requires_grad_(True)
@@ -291,7 +312,10 @@ def adapt_language_model(
             for m in adapters.values():
                 ga, gb, gw = m.lora_A.grad, m.lora_B.grad, m.base.weight.grad
                 er.append(float(effective_rank(ga.detach())))
-                step_w = m.lora_B.detach() @ ga + gb @ m.lora_A.detach()  # induced ΔW direction (up to -s)
+                if getattr(m, "dual", False):  # induced ΔW direction (up to -s')
+                    step_w = m.q_b @ ga + gb @ m.q_a.T
+                else:  # induced ΔW direction (up to -s)
+                    step_w = m.lora_B.detach() @ ga + gb @ m.lora_A.detach()
                 denom = float(step_w.norm() * gw.norm())
                 co.append(float((step_w * gw).sum()) / denom if denom > 0 else 0.0)
                 m.base.weight.requires_grad_(False)
@@ -311,4 +335,201 @@ def adapt_language_model(
     if eval_batch is not None:
         ev = evaluate_lm(model, eval_batch)
         out["eval_loss"], out["eval_accuracy"] = ev["loss"], ev["accuracy"]
+    if val_batch is not None:
+        ev = evaluate_lm(model, val_batch)
+        out["val_loss"], out["val_accuracy"] = ev["loss"], ev["accuracy"]
     return out
+
+
+MF_METHODS = ("lora", "sds", "sds-dual")
+OPTIMIZERS = ("gd", "adam")
+
+
+def refresh_schedule(warmup: int, every: int, phase: int, max_steps: int) -> list[int]:
+    r"""Steps at which the dual-branch reading re-parameterises: after ``warmup``, then on a phased schedule.
+
+    The first re-parameterisation comes at step ``warmup``; the gap to the next one starts at ``every``
+    steps and doubles after every ``phase`` refreshes (10, 10, 10, 10, 20, 20, 20, 20, 40, ... with the
+    defaults): frequent while the bases move, rare once they have settled.
+    """
+    warmup = check_int("warmup", warmup, low=0)
+    every = check_int("every", every, low=1)
+    phase = check_int("phase", phase, low=1)
+    out, t, k = [], warmup, 0
+    while t <= max_steps:
+        out.append(t)
+        t += every * 2 ** (k // phase)
+        k += 1
+    return out
+
+
+def _svd_reparam(m: torch.Tensor, r: int, s: float) -> tuple[torch.Tensor, ...]:
+    r"""Dual-branch re-parameterisation of an update ``m``: :math:`m = C + s(Q_B A + B Q_A^\top)`.
+
+    With the thin SVD :math:`m = U \Sigma V^\top` truncated to rank ``r``: :math:`Q_B = U_r`, :math:`Q_A = V_r`,
+    :math:`A = \Sigma_r V_r^\top / (2s)`, :math:`B = U_r \Sigma_r / (2s)` (each branch carries half), and the
+    truncation residual :math:`C = m - U_r \Sigma_r V_r^\top` is frozen (merged into the base weight), so the
+    function does not change. Returns ``(q_b, q_a, a, b, c)``.
+    """
+    u, sv, vh = torch.linalg.svd(m, full_matrices=False)
+    u, sv, vh = u[..., :r], sv[..., :r], vh[..., :r, :]
+    a = sv[..., :, None] * vh / (2 * s)
+    b = u * sv[..., None, :] / (2 * s)
+    return u, vh.mT, a, b, m - (u * sv[..., None, :]) @ vh
+
+
+def factorization_run(
+    method: str,
+    kappa: float,
+    lrs: tuple[float, ...],
+    *,
+    d: int = 64,
+    r: int = 4,
+    n_seeds: int = 3,
+    tol: float = 1e-2,
+    max_steps: int = 5000,
+    optimizer: str = "gd",
+    basis: str = "polar",
+    warmup: int = 10,
+    refresh_every: int = 10,
+    refresh_phase: int = 4,
+    stop_when_decided: bool = True,
+    seed: int = 0,
+) -> dict[str, Any]:
+    r"""Steps to the relative error :math:`\lVert \Delta W - T \rVert_F / \lVert T \rVert_F \le` ``tol``.
+
+    One run per learning rate of ``lrs`` and seed.
+
+    The target is :func:`low_rank_target` (``n_seeds`` independent targets and initialisations, drawn from
+    ``seed``); every learning rate starts from the same LoRA initialisation (:math:`A_{ij} \sim
+    \mathcal{N}(0, 1/d)`, :math:`B = 0`). All learning rates and seeds run as one batched program.
+
+    Methods (:math:`G = \Delta W - T`):
+
+    - ``"lora"``: :math:`\Delta W = BA`, gradients :math:`(B^\top G, G A^\top)`;
+    - ``"sds"`` (the gradient reading, :class:`SDSLoRALinear`): :math:`\Delta W = BA`, gradients
+      :math:`(Q_B^\top G, G Q_A)` with bases recomputed every step;
+    - ``"sds-dual"`` (the dual-branch reading of the paper's Equation 8): ``warmup`` plain LoRA steps, then
+      :math:`\Delta W = C + s(Q_B A + B Q_A^\top)` with frozen bases from an SVD re-parameterisation
+      (:func:`_svd_reparam`, :math:`s = \sqrt{r}`, i.e. :math:`(\alpha/r)\sqrt{r}` at LoRA's scale 1), refreshed on
+      :func:`refresh_schedule`; gradients :math:`(s Q_B^\top G, s G Q_A)`. A refresh is not counted as a step.
+
+    Optimisers: ``"gd"`` (plain gradient descent) or ``"adam"`` (Adam, :math:`\beta = (0.9, 0.999)`,
+    :math:`\epsilon = 10^{-8}`, no decay; the moments restart at each re-parameterisation, whose factors are new
+    coordinates).
+
+    A run whose error exceeds 1e3 or is not finite is dead (reset to the initialisation and never counted
+    as reaching ``tol``). With ``stop_when_decided`` the program stops once some learning rate has every
+    seed at ``tol``; the others' scores are then lower bounds that cannot beat it.
+
+    Returns
+    -------
+    dict
+        ``hit`` (n_lr, n_seeds) steps to ``tol`` (``max_steps`` if never), ``dead`` (bool), ``final_err``,
+        ``score`` (n_lr,): the median over seeds of the steps, with a run that never reached ``tol`` scored
+        :math:`\text{max\_steps}\,(1 + \log_{10}(\text{err}/\text{tol}))` and a dead one :math:`+\infty`;
+        ``curves`` (n_lr, steps) median relative error per step; ``steps_run``.
+    """
+    check_choice("method", method, MF_METHODS)
+    check_choice("optimizer", optimizer, OPTIMIZERS)
+    check_choice("basis", basis, BASES)
+    n_seeds = check_int("n_seeds", n_seeds, low=1)
+    max_steps = check_int("max_steps", max_steps, low=1)
+    check_positive("tol", tol)
+    lr_grid = torch.tensor([check_positive("lrs", x) for x in lrs], dtype=torch.float64)
+    n_lr = len(lr_grid)
+    u, sigma, v = low_rank_target(d, r, kappa, n_seeds, seed * 7919 + 1)
+    target = (u * sigma) @ v.mT  # (n_seeds, d, d); d is small in this experiment
+    t_norm = float(sigma.norm())
+    g = torch_generator(seed * 7919 + 2)
+    a0 = torch.randn(n_seeds, r, d, generator=g, dtype=torch.float64) / math.sqrt(d)
+    a = a0.expand(n_lr, -1, -1, -1).clone()
+    b = torch.zeros(n_lr, n_seeds, d, r, dtype=torch.float64)
+    lr = lr_grid.view(-1, 1, 1, 1)
+    s_dual = math.sqrt(r)
+    refresh = set(refresh_schedule(warmup, refresh_every, refresh_phase, max_steps)) if method == "sds-dual" else set()
+    dual = False
+    q_a = q_b = c = None
+    m_a, v_a, m_b, v_b = (torch.zeros_like(a), torch.zeros_like(a), torch.zeros_like(b), torch.zeros_like(b))
+    t_adam = 0
+    hit = torch.full((n_lr, n_seeds), max_steps, dtype=torch.long)
+    dead = torch.zeros(n_lr, n_seeds, dtype=torch.bool)
+    errs = []
+    stopped_early = False
+    for step in range(max_steps + 1):
+        if step in refresh:
+            cur = c + s_dual * (q_b @ a + b @ q_a.mT) if dual else b @ a
+            q_b, q_a, a, b, c_new = _svd_reparam(cur - (c if dual else 0.0), r, s_dual)
+            c = (c if dual else torch.zeros_like(cur)) + c_new
+            dual = True
+            m_a, v_a, m_b, v_b = (torch.zeros_like(a), torch.zeros_like(a), torch.zeros_like(b), torch.zeros_like(b))
+            t_adam = 0
+        if dual:
+            dw = c + s_dual * (q_b @ a + b @ q_a.mT)
+            gw = dw - target
+            ga, gb = s_dual * (q_b.mT @ gw), s_dual * (gw @ q_a)
+            err = gw.flatten(-2).norm(dim=-1) / t_norm
+        else:
+            err2, ga, gb = _factored_step(a, b, u, sigma, v, "lora" if method == "sds-dual" else method, basis)
+            err = err2.sqrt() / t_norm
+        dead |= ~torch.isfinite(err) | (err > 1e3)
+        err = torch.where(dead, torch.full_like(err, float("inf")), err)
+        errs.append(err)
+        newly = (err <= tol) & (hit == max_steps) & ~dead
+        hit[newly] = step
+        reached = hit < max_steps
+        if bool((reached | dead).all()) or (stop_when_decided and bool(reached.all(1).any())):
+            stopped_early = step < max_steps
+            break
+        if step == max_steps:
+            break
+        if bool(dead.any()):  # keep dead runs finite; they never count as reaching tol
+            keep = ~dead[..., None, None]
+            ga, gb = torch.where(keep, ga, torch.zeros_like(ga)), torch.where(keep, gb, torch.zeros_like(gb))
+            if not dual:
+                a = torch.where(keep, a, a0.expand_as(a))
+                b = torch.where(keep, b, torch.zeros_like(b))
+        if optimizer == "gd":
+            a = a - lr * ga
+            b = b - lr * gb
+        else:
+            t_adam += 1
+            k = t_adam
+            m_a = 0.9 * m_a + 0.1 * ga
+            v_a = 0.999 * v_a + 0.001 * ga**2
+            m_b = 0.9 * m_b + 0.1 * gb
+            v_b = 0.999 * v_b + 0.001 * gb**2
+            bc1, bc2 = 1 - 0.9**k, 1 - 0.999**k
+            a = a - lr * (m_a / bc1) / ((v_a / bc2).sqrt() + 1e-8)
+            b = b - lr * (m_b / bc1) / ((v_b / bc2).sqrt() + 1e-8)
+    steps_run = len(errs) - 1
+    final = errs[-1]
+    per_run = torch.where(
+        hit < max_steps,
+        hit.double(),
+        torch.where(
+            dead,
+            torch.full_like(final, float("inf")),
+            torch.full_like(final, float(steps_run + 1))
+            if stopped_early
+            else max_steps * (1.0 + torch.log10(final.clamp_min(tol) / tol)),
+        ),
+    )
+    curves = torch.stack(errs, dim=-1).clamp(max=1e3).median(dim=1).values.numpy()
+    return {
+        "hit": hit.numpy(),
+        "dead": dead.numpy(),
+        "final_err": final.numpy(),
+        "score": np.median(per_run.numpy(), axis=1),
+        "curves": curves,
+        "steps_run": steps_run,
+    }
+
+
+def kappa_exponent(kappas: Any, steps: Any) -> float:
+    r"""Fitted slope :math:`p` of :math:`\log(\text{steps}) = c + p \log \kappa` (steps grow as :math:`\kappa^p`)."""
+    k = np.log(np.asarray(kappas, dtype=float))
+    s = np.log(np.maximum(np.asarray(steps, dtype=float), 1.0))
+    if k.size < 2 or np.ptp(k) == 0:
+        raise ValueError("kappa_exponent needs at least two distinct kappas")
+    return float(np.polyfit(k, s, 1)[0])

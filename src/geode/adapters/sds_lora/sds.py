@@ -39,6 +39,7 @@ from geode.core.validation import check_choice
 
 __all__ = [
     "BASES",
+    "SDSDualLoRALinear",
     "SDSLoRALinear",
     "orthonormal_basis",
     "sds_lora_config",
@@ -227,3 +228,82 @@ def sds_lora_config(*, basis: str = "polar", **lora_config_kwargs: Any) -> Any:
     mapping.update(refused_layer_types())
     cfg._register_custom_module(mapping)
     return cfg
+
+
+class SDSDualLoRALinear(LoRALinear):
+    r"""The dual-branch reading of SDS-LoRA (the paper's Equation 8 as a third-party release reads it).
+
+    For the first ``warmup`` optimiser steps the layer is plain LoRA, :math:`\Delta W = s B A` with
+    :math:`s = \alpha / r`. :meth:`reparameterize` then rewrites the current update with its rank-``r``
+    SVD :math:`U_r \Sigma_r V_r^\top` as two branches over frozen orthonormal bases,
+
+    .. math::
+
+        \Delta W = s' (Q_B A + B Q_A^\top), \qquad Q_B = U_r,\; Q_A = V_r,\;
+        A = \Sigma_r V_r^\top / (2 s'),\; B = U_r \Sigma_r / (2 s'),\; s' = (\alpha / r) \sqrt{r},
+
+    so the gradients are :math:`\nabla_A = s' Q_B^\top G` and :math:`\nabla_B = s' G Q_A` (the bases are
+    buffers: constants in the backward pass), the same form as :class:`SDSLoRALinear`'s but with a
+    forward that is linear in each factor. Each later call (the trainer calls it on
+    :func:`~geode.adapters.sds_lora.experiment.refresh_schedule`) re-parameterises the current
+    :math:`\Delta W` (rank up to :math:`2r`) the same way; the truncation residual is merged into the
+    frozen base weight, so the layer's function never jumps. The parameters are updated in place, so an
+    optimiser holding them keeps working (and keeps its moments).
+
+    Parameters
+    ----------
+    base, r, alpha, dropout, init, generator
+        As :class:`~geode.adapters.LoRALinear` (``use_rslora`` is not supported).
+
+    Attributes
+    ----------
+    dual : bool
+        Whether the layer has been re-parameterised (False during the warm-up).
+    q_a : buffer, shape (in, r)
+    q_b : buffer, shape (out, r)
+    dual_scaling : float
+        :math:`s' = (\alpha / r) \sqrt{r}`.
+
+    Notes
+    -----
+    Not a LoRA checkpoint: after a re-parameterisation the update lives in the two branches and the
+    merged residual; use :meth:`delta_weight` and ``base.weight`` together.
+    """
+
+    def __init__(self, base: nn.Linear, r: int, alpha: float | None = None, **kwargs: Any):
+        if kwargs.get("use_rslora"):
+            raise ValueError("use_rslora: the dual-branch reading fixes its own scale (alpha / r) * sqrt(r)")
+        super().__init__(base, r, alpha, **kwargs)
+        self.dual_scaling = self.scaling * float(self.r) ** 0.5
+        w = base.weight
+        self.register_buffer("q_a", torch.zeros(self.in_features, self.r, dtype=w.dtype, device=w.device))
+        self.register_buffer("q_b", torch.zeros(self.out_features, self.r, dtype=w.dtype, device=w.device))
+        self.dual = False
+
+    def delta_weight(self) -> torch.Tensor:
+        if not self.dual:
+            return super().delta_weight()
+        return self.dual_scaling * (self.q_b @ self.lora_A + self.lora_B @ self.q_a.T)
+
+    def adapter_output(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.dual:
+            return super().adapter_output(x)
+        x = self.dropout(x)
+        return self.dual_scaling * ((x @ self.lora_A.T) @ self.q_b.T + (x @ self.q_a) @ self.lora_B.T)
+
+    @torch.no_grad()
+    def reparameterize(self) -> None:
+        """Rewrite the current update as two branches over the bases of its rank-r SVD (see the class)."""
+        m = self.delta_weight().detach()
+        u, sv, vh = torch.linalg.svd(m, full_matrices=False)
+        u, sv, vh = u[:, : self.r], sv[: self.r], vh[: self.r]
+        s = self.dual_scaling
+        self.q_b.copy_(u)
+        self.q_a.copy_(vh.T)
+        self.lora_A.copy_(sv[:, None] * vh / (2 * s))
+        self.lora_B.copy_(u * sv[None, :] / (2 * s))
+        self.base.weight.add_(m - (u * sv[None, :]) @ vh)
+        self.dual = True
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, dual={self.dual}"
