@@ -20,6 +20,12 @@ W3a      open question                               number of words (verbosity)
 scores in the shape :func:`geode.llm.captrack.drift_report` takes, so a base and a post-trained chat model
 are compared with the same probes. :func:`smollm2_generate` wraps a Hugging Face causal LM and its tokenizer
 (chat template, greedy decoding).
+
+Checked once on SmolLM2-135M-Instruct (2 probes per metric, 48 new tokens, 9 CPU seconds): arithmetic 0/2,
+rephrased 0/2 (it restates the sum instead of computing it), JSON 1/2, lowercase 0/2, unsafe refusal 0/2,
+benign compliance 2/2, about 41 words per answer. A base mean of 0 leaves the relative drift undefined
+(:func:`drift_report` gives NaN there), so with a model this small those metrics need more probes or a
+stronger base.
 """
 
 from __future__ import annotations
