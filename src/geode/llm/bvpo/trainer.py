@@ -50,7 +50,10 @@ class BVPOTrainer:
     beta : float
         DPO temperature (> 0).
     lr : float
-        AdamW learning rate.
+        Learning rate.
+    optimizer : {"adamw", "sgd"}
+        AdamW (default, as TRL) or SGD with momentum 0.9 (kept from the prototype, where it did not spare the
+        answers either: the sign-off gradient alone moved the shared weights).
     """
 
     def __init__(
