@@ -92,6 +92,10 @@ def test_full_rank_schedule_cache_and_lrae_limits():
     assert table.shape == (5, 2, 3)
     assert torch.all(table[..., 2] == 0)  # full rank: no error
     assert torch.all(table[..., 0] >= table[..., 1] - 1e-12)  # error grows as the rank falls (here)
+    sample_table = lrae_table(model, noise, (4, 16, None), steps=5, measure="sample")
+    assert torch.all(sample_table[..., 2].abs() < 1e-10) and torch.all(sample_table[..., 0] > 0)
+    with pytest.raises(ValueError, match="measure"):
+        lrae_table(model, noise, (4,), steps=5, measure="trajectory")
     with pytest.raises(ValueError, match="per block"):
         set_block_ranks(model, [4])
     with pytest.raises(TypeError, match="apply_sara"):

@@ -267,27 +267,58 @@ def ddim_sample(
 
 @torch.no_grad()
 def lrae_table(
-    model: DigitDenoiser, noise: torch.Tensor, menu: Sequence[int], *, steps: int = 25, alphas: Any = None
+    model: DigitDenoiser,
+    noise: torch.Tensor,
+    menu: Sequence[int | None],
+    *,
+    steps: int = 25,
+    alphas: Any = None,
+    measure: str = "output",
 ) -> torch.Tensor:
-    """LRAE ``(steps, blocks, len(menu))`` of truncating one block at a time on the full-rank trajectory."""
+    """LRAE ``(steps, blocks, len(menu))`` of truncating one block at one step on the full-rank trajectory.
+
+    ``measure="output"`` (the paper's LRAE): relative squared error of that step's denoiser output.
+    ``measure="sample"`` (an alternative reading, for reports): relative squared error of the final sample
+    when only that (step, block) is truncated and every other evaluation runs at full rank, so the error's
+    propagation along the trajectory is included.
+    """
+    if measure not in ("output", "sample"):
+        raise ValueError(f"measure must be 'output' or 'sample'; got {measure!r}")
     ab = ddpm_alphas() if alphas is None else alphas
     traj: list[torch.Tensor] = []
-    ddim_sample(model, noise, steps=steps, alphas=ab, record=traj)
+    x0_ref, _ = ddim_sample(model, noise, steps=steps, alphas=ab, record=traj)
     times = _ddim_times(len(ab), steps)
     nb = len(model.blocks)
     out = torch.zeros(steps, nb, len(menu), dtype=torch.float64)
     full = [None] * nb
+    n = noise.shape[0]
     for i, (x, t) in enumerate(zip(traj, times, strict=True)):
         tt = torch.full((x.shape[0],), t)
         set_block_ranks(model, full)
         ref = model(x, tt)
         den = float(ref.pow(2).sum())
+        variants = []
         for b in range(nb):
             for j, r in enumerate(menu):
                 ranks = list(full)
                 ranks[b] = r
                 set_block_ranks(model, ranks)
-                out[i, b, j] = float((model(x, tt) - ref).pow(2).sum()) / den
+                e = model(x, tt)
+                out[i, b, j] = float((e - ref).pow(2).sum()) / den
+                variants.append(e)
+        set_block_ranks(model, full)
+        if measure == "sample":
+            eps = torch.cat(variants)
+            xs = x.repeat(len(variants), 1)
+            for k in range(i, steps):
+                if k > i:
+                    eps = model(xs, torch.full((xs.shape[0],), times[k]))
+                a = float(ab[times[k]])
+                a_prev = float(ab[times[k + 1]]) if k + 1 < steps else 1.0
+                x0 = (xs - math.sqrt(1 - a) * eps) / math.sqrt(a)
+                xs = math.sqrt(a_prev) * x0 + math.sqrt(1 - a_prev) * eps
+            err = (xs - x0_ref.repeat(len(variants), 1)).pow(2).reshape(len(variants), n, -1).sum((1, 2))
+            out[i] = (err / x0_ref.pow(2).sum()).reshape(nb, len(menu)).double()
     set_block_ranks(model, full)
     return out
 
