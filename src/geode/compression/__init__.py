@@ -1,6 +1,7 @@
 """Compression: weight quantisation, activation compression and low-rank inference control.
 
-The paper folders live below (``geode.compression.sphquant``, ``geode.compression.stac_r``); what
+The paper folders live below (``geode.compression.sphquant``, ``geode.compression.stac_r``,
+``geode.compression.moe_quant``, ``geode.compression.sara``); what
 several of them reuse sits here
 (:mod:`geode.compression.quant`): round-to-nearest per group and GPTQ (our own implementation) as the
 field's quantisation baselines, a bit-packed quantised linear layer, calibration Hessians from forward
@@ -10,8 +11,11 @@ hooks and in-place layer replacement. The integer packing and the min-max grid t
 
 from __future__ import annotations
 
+from geode.compression import moe_quant as _moe_quant
+from geode.compression import sara as _sara
 from geode.compression import sphquant as _sphquant
 from geode.compression import stac_r as _stac_r
+from geode.compression.moe_quant import *  # noqa: F403
 from geode.compression.quant import (
     PackedLinear,
     calibration_hessians,
@@ -22,6 +26,7 @@ from geode.compression.quant import (
     replace_linears,
     rtn_quantize,
 )
+from geode.compression.sara import *  # noqa: F403
 from geode.compression.sphquant import *  # noqa: F403
 from geode.compression.stac_r import *  # noqa: F403
 
@@ -36,4 +41,4 @@ __all__ = [
     "rtn_quantize",
 ]
 # every paper's public names, re-exported (ARCHITECTURE.md: public names)
-__all__ += [*_sphquant.__all__, *_stac_r.__all__]
+__all__ += [*_moe_quant.__all__, *_sara.__all__, *_sphquant.__all__, *_stac_r.__all__]
