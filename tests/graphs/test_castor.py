@@ -255,3 +255,16 @@ def test_sparse_input_dropout_drops_stored_entries_only():
     kept = out[x == 1]
     assert set(kept.unique().tolist()) <= {0.0, 2.0} and 0.35 < float((kept > 0).float().mean()) < 0.65
     assert torch.equal(input_dropout(x.to_sparse(), 0.5, training=False).to_dense(), x)
+
+
+def test_training_rejects_a_directed_or_out_of_range_graph():
+    d = csbm(40, 4, 0.5, seed=0)
+    masks = (d.train_mask, d.val_mask, d.test_mask)
+    directed = d.clone()
+    directed.edge_index = d.edge_index[:, d.edge_index[0] < d.edge_index[1]]
+    with pytest.raises(ValueError, match="data.edge_index must be symmetric"):
+        fit_node_classifier(MLP(50, 8, 4), directed, masks, epochs=1)
+    bad = d.clone()
+    bad.edge_index = torch.tensor([[0, 40], [40, 0]])
+    with pytest.raises(ValueError, match="outside the node range"):
+        fit_node_classifier(MLP(50, 8, 4), bad, masks, epochs=1)

@@ -268,10 +268,19 @@ def fit_node_classifier(
     Parameters whose name contains one of ``no_decay`` get no weight decay (Castor's router, hop bias and
     momentum, as in the authors' code). Stops after ``patience`` epochs without a better validation
     accuracy. The test accuracy is read at the selected epoch only (never used to select).
+
+    Raises
+    ------
+    ValueError
+        If ``data.edge_index`` has edges outside the node range or is not symmetric (undirected).
     """
     if epochs < 1 or patience < 1:
         raise ValueError(f"epochs and patience must be >= 1, got {epochs}, {patience}")
     train, val, test = masks
+    from geode.graphs.data import validate_edge_index
+
+    # Â = D^{-1/2}(A+I)D^{-1/2} is the symmetric normalisation of an undirected graph: check it once
+    validate_edge_index(data.edge_index, int(data.y.numel()), symmetric=True, name="data.edge_index")
     decay = [p for n, p in model.named_parameters() if not any(s in n for s in no_decay)]
     free = [p for n, p in model.named_parameters() if any(s in n for s in no_decay)]
     groups = [{"params": decay, "weight_decay": weight_decay}]
