@@ -35,7 +35,7 @@ Quick-mode verdict (3 seeds, 2026-12-01; thresholds never changed): **reproduced
 K=4 72.0 vs 78.9, 82.3 vs 81.4, 85.0 vs 76.0 (margins -6.9, +0.9, +9.1: best in 2 of 3 seeds);
 K=8 72.2 vs 68.0, 74.0 vs 65.7, 63.7 vs 57.3 (+4.2, +8.3, +6.4: 3 of 3); growth of the margin over TIES
 +1.2, +4.5, -5.2 (2 of 3). The strongest baseline is layer-wise AdaMerging (K=4 in all seeds, K=8 in two;
-task arithmetic in the third). Floors met in every seed (pre-trained 0.96-0.98, fine-tuned min 0.92-0.96,
+task arithmetic in the third). Floors met in every seed (pre-trained 0.96-0.98, fine-tuned min 0.92-0.95,
 best baseline at K=4 >= 76). Controls discriminate: random rotations lose 44-46 points at K=4 and 26-35 at
 K=8; the growth of AdaMerging over TIES is -10.0, -2.9, -4.6 and of task arithmetic -8.1, +4.5, -2.0 (both
 fail "2 of 3"). 45-51 CPU s per seed.
