@@ -7,7 +7,9 @@
   with the baselines self-training, teacher -> student, naive exchange and confidence gating;
 * :mod:`geode.ensembles.comparability_fusion`: comparability recovery before soft fusion (paper
   ``comparability-fusion``);
-* :mod:`geode.ensembles.safecut`: the cut statistic and cut-gated mutual correction (paper ``safecut``).
+* :mod:`geode.ensembles.safecut`: the cut statistic and cut-gated mutual correction (paper ``safecut``);
+* :mod:`geode.ensembles.merging`: model merging baselines (averaging, task arithmetic, TIES, AdaMerging);
+* :mod:`geode.ensembles.mda`: merging with directional alignment (paper ``mda``).
 
 Importing this package needs numpy only (torch is imported when a model is trained).
 """
@@ -15,6 +17,7 @@ Importing this package needs numpy only (torch is imported when a model is train
 from __future__ import annotations
 
 from geode.ensembles import comparability_fusion as _comparability_fusion
+from geode.ensembles import mda as _mda
 from geode.ensembles import safecut as _safecut
 from geode.ensembles.comparability_fusion import *  # noqa: F403
 from geode.ensembles.fusion import (
@@ -25,6 +28,16 @@ from geode.ensembles.fusion import (
     log_pool,
     majority_vote,
     mean_fusion,
+)
+from geode.ensembles.mda import *  # noqa: F403
+from geode.ensembles.merging import (
+    LayerwiseMerger,
+    average_merge,
+    check_state_dicts,
+    task_arithmetic,
+    task_vectors,
+    ties_merge,
+    ties_tensor,
 )
 from geode.ensembles.mutual import MutualCorrection, RoundState, confidence_gate, mutual_targets
 from geode.ensembles.safecut import *  # noqa: F403
@@ -40,13 +53,16 @@ from geode.ensembles.simplex import (
 )
 
 __all__ = [
+    "LayerwiseMerger",
     "MutualCorrection",
     "PerOracleTemperatureScaling",
     "RoundState",
     "TemperatureScaling",
     "accuracy",
     "as_oracle_stack",
+    "average_merge",
     "check_simplex",
+    "check_state_dicts",
     "clr",
     "confidence_gate",
     "direct_fusion",
@@ -59,6 +75,10 @@ __all__ = [
     "mutual_targets",
     "nll",
     "softmax",
+    "task_arithmetic",
+    "task_vectors",
+    "ties_merge",
+    "ties_tensor",
 ]
 # every paper's public names, re-exported (ARCHITECTURE.md: public names)
-__all__ += [*_comparability_fusion.__all__, *_safecut.__all__]
+__all__ += [*_comparability_fusion.__all__, *_mda.__all__, *_safecut.__all__]
