@@ -138,3 +138,12 @@ def test_configure_fit_and_bad_input():
         BLSCLoss(np.eye(3)[:, :2], np.array([0.7, 0.7]))
     with pytest.raises(ValueError, match="orthonormal"):
         BLSCLoss(np.ones((3, 2)), np.array([0.5, 0.5]))
+
+
+def test_bad_config_names_the_key():
+    x, y, model, geom, init = _setup()
+    c = GeometryClient(model, x, y, geometry=geom)
+    with pytest.raises(ValueError, match="rise-blsc"):
+        c.fit(init, {"rise-blsc": -1.0})
+    with pytest.raises(ValueError, match="batch-size"):
+        c.fit(init, {"rise-blsc": 1.0, "batch-size": 0})

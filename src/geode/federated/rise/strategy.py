@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 from geode.core.validation import check_real
-from geode.federated.clients import TorchClient
+from geode.federated.clients import TorchClient, _fit_options
 from geode.federated.rise.regularizers import (
     BLSCLoss,
     MRGALoss,
@@ -145,9 +145,7 @@ class GeometryClient(TorchClient):
         if not any(lam[k] > 0 for k in ("rise-blsc", "rise-mrga", "feddecorr-beta", "proto-kd")):
             return super().fit(parameters, config)
         self._load(parameters)
-        lr = check_real("config['lr']", config.get("lr", self.lr), low=0.0)
-        epochs = int(config.get("local-epochs", self.epochs))
-        bs = int(config.get("batch-size", self.batch_size))
+        lr, epochs, bs, _ = _fit_options(config, self.lr, self.epochs, self.batch_size)
         gen = torch.Generator().manual_seed(int(config.get("seed", 0)))
         model = self.model
         body, head = model[:-1], model[-1]
