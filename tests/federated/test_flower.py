@@ -9,6 +9,7 @@ import pytest
 
 from geode.federated import FedAvg, Simulator, to_flower
 from geode.federated.craft import CRAFT
+from geode.federated.rise import RISE
 
 HAVE_FLWR = importlib.util.find_spec("flwr") is not None
 
@@ -91,7 +92,9 @@ def _run_ours(strategy, num_rounds: int = 2) -> list[np.ndarray]:
 
 @pytest.mark.skipif(not HAVE_FLWR, reason="flwr not installed (pip install 'geode[flower]' 'flwr[simulation]')")
 @pytest.mark.slow
-@pytest.mark.parametrize("make", [FedAvg, lambda: CRAFT(0.5, groups=[[0], [1]])], ids=["FedAvg", "CRAFT"])
+@pytest.mark.parametrize(
+    "make", [FedAvg, lambda: CRAFT(0.5, groups=[[0], [1]]), lambda: RISE(0.5, 1.0)], ids=["FedAvg", "CRAFT", "RISE"]
+)
 def test_two_client_two_round_flower_simulation_matches_our_simulator(make, tmp_path, monkeypatch):
     pytest.importorskip("ray")
     monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")

@@ -1,6 +1,7 @@
 """Federated learning: an in-process simulator, non-IID partitions, server strategies and secure summation.
 
-The paper folders live below (``geode.federated.craft``, ``geode.federated.fed_prior_bank``); what
+The paper folders live below (``geode.federated.craft``, ``geode.federated.fed_prior_bank``,
+``geode.federated.rise``); what
 several of them reuse sits here, in Flower's vocabulary:
 
 - :class:`Simulator` runs rounds in-process (deterministic given its seed) over clients shaped like
@@ -22,11 +23,13 @@ from __future__ import annotations
 
 from geode.federated import craft as _craft
 from geode.federated import fed_prior_bank as _fed_prior_bank
+from geode.federated import rise as _rise
 from geode.federated.clients import BatchedTorchClients, TorchClient
 from geode.federated.craft import *  # noqa: F403
 from geode.federated.fed_prior_bank import *  # noqa: F403
 from geode.federated.flower import to_flower
 from geode.federated.partition import dirichlet_partition, label_distribution
+from geode.federated.rise import *  # noqa: F403
 from geode.federated.secure_sum import (
     SecureSumResult,
     client_mask,
@@ -84,4 +87,4 @@ __all__ = [
     "weighted_average",
 ]
 # every paper's public names, re-exported (ARCHITECTURE.md: public names)
-__all__ += [*_craft.__all__, *_fed_prior_bank.__all__]
+__all__ += [*_craft.__all__, *_fed_prior_bank.__all__, *_rise.__all__]
