@@ -176,7 +176,9 @@ class BranchMLP(nn.Module):
     def __init__(self, n_in: int, hidden: int, n_out: int, num_branches: int) -> None:
         super().__init__()
         k = check_int("num_branches", num_branches, low=1)
-        n_in, hidden, n_out = (check_int(n, v, low=1) for n, v in (("n_in", n_in), ("hidden", hidden), ("n_out", n_out)))
+        n_in = check_int("n_in", n_in, low=1)
+        hidden = check_int("hidden", hidden, low=1)
+        n_out = check_int("n_out", n_out, low=1)
         b1, b2 = 1.0 / math.sqrt(n_in), 1.0 / math.sqrt(hidden)  # torch's Linear default range, per branch
         self.w1 = nn.Parameter(torch.empty(k, n_in, hidden).uniform_(-b1, b1))
         self.b1 = nn.Parameter(torch.empty(k, 1, hidden).uniform_(-b1, b1))
