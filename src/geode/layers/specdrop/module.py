@@ -263,24 +263,30 @@ class SpecDropNet(nn.Module):
 
 @torch.no_grad()
 def branch_pruning_drops(
-    model: SpecDropNet, x: torch.Tensor, y: torch.Tensor, category: torch.Tensor, num_categories: int
+    model: SpecDropNet,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    category: torch.Tensor,
+    num_categories: int,
+    tags: torch.Tensor | None = None,
 ) -> torch.Tensor:
     r"""Per-branch pruning sensitivity: ``drops[k, c]`` = accuracy on category ``c`` lost when branch ``k`` is
     removed (its weight set to zero, the denominator unchanged).
 
-    Returns a ``(K, M)`` tensor. ``category`` here is the units' *true* category (for grouping the accuracy);
-    the model is fed the same tags.
+    Returns a ``(K, M)`` tensor. ``category`` is the units' *true* category (it groups the accuracy); the
+    model is fed ``tags`` (default: ``category``), which differ for a model trained with misaligned tags.
     """
     model.eval()
     k = model.num_branches
     c = _check_categories(category, num_categories, x.shape[0])
     ones = torch.ones(k)
-    base = model(x, c).argmax(-1) == y
+    t = c if tags is None else tags
+    base = model(x, t).argmax(-1) == y
     drops = torch.zeros(k, num_categories)
     for j in range(k):
         keep = ones.clone()
         keep[j] = 0.0
-        pruned = model(x, c, keep=keep).argmax(-1) == y
+        pruned = model(x, t, keep=keep).argmax(-1) == y
         for m in range(num_categories):
             sel = c == m
             if sel.any():
