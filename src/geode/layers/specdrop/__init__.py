@@ -28,11 +28,13 @@ for the paper's results), the assignment is round robin :math:`c \\bmod K`, the 
 - **Learned router.** A soft softmax gate over all branches with Switch's balancing loss in its soft form
   :math:`K \\sum_k \\bar g_k^2`; the paper's routers (Soft MoE, Mod-Squad, DEMix, LoRAMoE) are not reproduced.
 
-Quick-mode finding (claim revision 1, 3 seeds, synthetic 4 superclasses x 5 classes, K = 4 branches of width
-16): **not reproduced** (each seed ``partial``). SpecDrop beats dense, No-Routing and the learned router in
-every seed, by +2.5 / +0.1 / +2.2 points over the best of them (95% bound -0.7 points: not significant over
-3 seeds), with clear specialisation (pruning index 0.52-0.68 vs No-Routing's <= 0.04); with multi-category
-units (tags of 4-sample units) it loses 2.7-4.2 points to No-Routing instead of matching it. Details and
+Quick-mode finding (claim revision 3, 3 seeds, synthetic 4 superclasses x 5 classes, K = 4 branches of width
+16): **not reproduced** (per seed partial / reproduced / partial). SpecDrop beats dense, No-Routing and the
+learned router in every seed, by +2.4 / +0.1 / +2.0 points over the best of them (95% bound -0.6 points: not
+significant over 3 seeds; a dense MLP given the tag as input comes within 0.3-1.5 points), with clear
+specialisation (pruning index 0.52-0.76 vs No-Routing's <= 0.04); with multi-category units (tags of
+4-sample units) it loses 0.6-2.2 points to No-Routing at the largest allowed leakage p_i = 0.5 (2.7-4.2 at
+p_i <= 0.3, revision 1). Revisions 1 and 2 also said not reproduced. Details and
 controls in :mod:`geode.layers.specdrop.claim`. Benchmark (one Adam step, K = 4 x 256, batch 1024, CPU):
 0.67x the speed of No-Routing [IQR 0.58-0.94], memory 1.00x; 1.06x the dense MLP.
 """

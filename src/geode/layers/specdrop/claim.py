@@ -37,6 +37,26 @@ instead of two (weight decay 0 / 1e-4 / 1e-3; balancing 0.01 / 0.03 / 0.1; ``p_i
 ``p_a = 0.7``), so that a selection on an edge is extended (protocol section 1): in revision 1 SpecDrop's
 ``p_i`` sat on the top of its two-value grid in 5 of 6 selections. Every method gets 9 configurations.
 
+Quick-mode finding of revision 3 (the current one; 3 seeds, 30-32 CPU s per seed, measured once):
+**not reproduced**, per seed partial / reproduced / partial (unstable).
+
+- *Single tag* (same selections as revision 2, the cap does not bind there): SpecDrop 0.811 / 0.786 / 0.769
+  against dense 0.780 / 0.771 / 0.740, No-Routing 0.787 / 0.758 / 0.743 and the learned router
+  0.779 / 0.785 / 0.749. Margin over the best named baseline +0.024 / +0.001 / +0.020 (mean +0.015): positive
+  in every seed, but its one-sided 95% bound is -0.006, so ``beats_named`` fails; the router ties SpecDrop in
+  seed 1. Specialisation gain over No-Routing 0.78 / 0.49 / 0.50 (bound95 0.31 >= 0.05): clear.
+- *Multi-category units*: SpecDrop 0.772 / 0.752 / 0.721 against No-Routing 0.787 / 0.758 / 0.743, gaps
+  1.5 / 0.6 / 2.2 points: within 1 point in 1 of 3 seeds, ``multi_matches`` fails; the tuner chose the cap
+  p_i = 0.5 in every seed (as close to No-Routing as allowed).
+- *Controls*: random tags lose 15.6 / 6.9 / 5.1 points to the best named baseline and show no specialisation
+  (gain +0.03 / -0.04 / -0.04): ``beats_named`` and ``specialises`` discriminate; the single-tag gap to
+  No-Routing (2.4 / 2.8 / 2.6 points) fails ``multi_matches`` as a control must.
+- *Floors* met (every method >= 0.72). *Strongest baseline*, the dense MLP reading the one-hot tag
+  (0.796 / 0.783 / 0.762): SpecDrop +0.015 / +0.003 / +0.007, i.e. most of SpecDrop's edge over dense comes
+  from being given the tag, not from the routing.
+- *Tuning*: lr 3e-3 for nearly every method; edges left after the one extension: the router's balance 0.33
+  (seed 0), SpecDrop's p_i 0.033 (seed 0), No-Routing's wd 1e-3 (seed 2).
+
 Quick-mode finding of revision 2 (3 seeds, 29-31 CPU s per seed): **not reproduced**, per seed
 reproduced / reproduced / partial (unstable). "beats" failed its bound again (margins +0.024 / +0.001 / +0.020,
 bound95 -0.006); specialisation gain 0.78 / 0.49 / 0.50; multi-category units "matched" (gaps 0.0005 / 0 /
