@@ -35,7 +35,9 @@ significant over 3 seeds; a dense MLP given the tag as input comes within 0.3-1.
 specialisation (pruning index 0.52-0.76 vs No-Routing's <= 0.04); with multi-category units (tags of
 4-sample units) it loses 0.6-2.2 points to No-Routing at the largest allowed leakage p_i = 0.5 (2.7-4.2 at
 p_i <= 0.3, revision 1). Revisions 1 and 2 also said not reproduced. Details and
-controls in :mod:`geode.layers.specdrop.claim`. Benchmark (one Adam step, K = 4 x 256, batch 1024, CPU, two runs on a shared machine):
+controls in :mod:`geode.layers.specdrop.claim`.
+
+Benchmark (one Adam step, K = 4 x 256, batch 1024, CPU, two runs on a shared machine):
 0.89x [IQR 0.76-0.97] the speed of the dense MLP of matched parameters, 1.03x [0.96-1.30] No-Routing,
 1.12x the learned router, memory 1.04x / 0.99x / 1.01x; an earlier run under heavier load gave 0.67x
 [0.58-0.94] against No-Routing (noise: the merge is one gather of fixed weights).
