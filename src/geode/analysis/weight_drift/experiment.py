@@ -95,16 +95,22 @@ def train_net(
     batch: int = 128,
     drift_steps: int = 100,
     seed: int = 0,
+    loss: str = "ce",
     **act_kw: Any,
 ) -> TrainResult:
-    """Train an MLP with Adam on cross-entropy; record the downstream weights' drift over ``drift_steps`` steps."""
+    """Train an MLP with Adam; record the downstream weights' drift over ``drift_steps`` steps.
+
+    ``loss`` is ``"ce"`` (cross-entropy) or ``"mse"`` (mean squared error to one-hot targets).
+    """
+    if loss not in ("ce", "mse"):
+        raise ValueError(f"loss must be 'ce' or 'mse'; got {loss!r}")
     from geode.analysis.weight_drift.drift import expected_preactivation_gradient
 
     net = make_net(activation, hidden, seed, **act_kw)
     g = torch.Generator().manual_seed(10_000 + seed)
     n = data.x_train.shape[0]
     first = torch.randperm(n, generator=g)[:batch]
-    grad_stat = expected_preactivation_gradient(net, data.x_train[first], data.y_train[first])
+    grad_stat = expected_preactivation_gradient(net, data.x_train[first], data.y_train[first], loss=loss)
     linears = [m for m in net if isinstance(m, nn.Linear)][1:]
 
     def snap() -> dict[str, torch.Tensor]:
@@ -116,11 +122,15 @@ def train_net(
     diverged = False
     for step in range(steps):
         idx = torch.randint(0, n, (batch,), generator=g)
-        loss = nn.functional.cross_entropy(net(data.x_train[idx]), data.y_train[idx])
+        out = net(data.x_train[idx])
+        if loss == "ce":
+            value = nn.functional.cross_entropy(out, data.y_train[idx])
+        else:
+            value = nn.functional.mse_loss(out, nn.functional.one_hot(data.y_train[idx], out.shape[1]).to(out.dtype))
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        value.backward()
         opt.step()
-        loss_v = float(loss.detach())
+        loss_v = float(value.detach())
         if not np.isfinite(loss_v):
             diverged = True
             break
