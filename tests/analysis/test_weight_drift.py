@@ -151,3 +151,22 @@ def test_train_net_records_the_drift_from_zero():
     assert set(r.drift) == {"W2", "W3"}
     assert all(len(v) == 11 and v[0] == 0 and np.all(np.isfinite(v)) for v in r.drift.values())
     assert 0.0 <= min(r.sparsity) and max(r.sparsity) <= 1.0 and math.isfinite(r.final_loss)
+
+
+def test_char_gpt_is_causal_and_the_spike_study_reports_each_layer():
+    from geode.analysis.weight_drift.spikes import CharGPT, train_char_gpt
+
+    torch.manual_seed(0)
+    model = CharGPT(11, 16, 2, 4, 12, "clipped_relu2").eval()
+    ids = torch.randint(0, 11, (2, 12))
+    other = ids.clone()
+    other[:, 7:] = (other[:, 7:] + 1) % 11
+    with torch.no_grad():
+        a, b = model(ids), model(other)
+    assert a.shape == (2, 12, 11)
+    assert torch.allclose(a[:, :7], b[:, :7], atol=1e-6) and not torch.allclose(a[:, 7:], b[:, 7:])
+    with pytest.raises(ValueError, match="divisible"):
+        CharGPT(11, 10, 1, 4, 12, "relu")
+    text = np.random.default_rng(0).integers(0, 11, 2000)
+    r = train_char_gpt(text, 11, "relu2", d=16, n_layers=2, heads=4, seq=12, batch=4, steps=3)
+    assert len(r["max_abs"]) == 2 and all(v >= 0 for v in r["max_abs"]) and math.isfinite(r["val_loss"])
