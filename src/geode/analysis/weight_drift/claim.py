@@ -59,7 +59,7 @@ squared activations stay far below the clip of 50, so the clipped and unclipped 
 
 Quick-mode verdict over 3 seeds (seeds 0-2, measured once with these thresholds): **not reproduced**,
 the same in every seed (floors met: ReLU test accuracy 96.9/96.1/98.3%, QuantileReLU sparsity on target
-to 1e-7, no selected run diverged; about 40 CPU-seconds per seed).
+to 1e-7, no selected run diverged; 55-60 CPU-seconds per seed with the spike study).
 
 - drift (fails): the downstream drift after 100 steps is *positive* for ReLU in every seed (+0.078,
   +0.072, +0.083 initial-std units; GELU +0.078, +0.056, -0.019; SiLU +0.037, +0.024, -0.457), tanh
@@ -76,6 +76,12 @@ to 1e-7, no selected run diverged; about 40 CPU-seconds per seed).
   (threshold > 5; the second-ReLU-init control 0.8, -0.6, 0.0). At 70% and 80% the drops are <= 2.2
   points. The strongest dense baseline (the better of ReLU and GELU) gives drops of 4.7, 1.4, 2.8 at 90%.
   ReLU's natural test-time sparsity after 300 steps is 0.27-0.32.
+- spikes (reported): the largest MLP activation of the char GPT is 5.0/6.1/5.2 for ReLU and 5.3/6.7/4.9 for
+  GELU against 37.0/46.1/39.6 for ReLU² and 34.9/47.4/40.0 for GELU² (a 7-8x amplification by squaring);
+  no activation reaches the clip of 50, so the clipped variants are identical to the unclipped ones here.
+  Validation loss: ReLU 2.447/2.447/2.453, GELU 2.442/2.432/2.448, ReLU² 2.423/2.429/2.430, GELU²
+  2.425/2.427/2.430: the squared activations beat the plain ones by ~0.02 nats at this scale; GELU² is not
+  better than ReLU².
 """
 
 from __future__ import annotations
