@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from geode.analysis import gae as _gae
 from geode.analysis import msa as _msa
+from geode.analysis import weight_drift as _weight_drift
 from geode.analysis.gae import *  # noqa: F403
 from geode.analysis.msa import *  # noqa: F403
 from geode.analysis.pullback import jacobians, metric_from_samples, pullback_metric
@@ -27,6 +28,7 @@ from geode.analysis.similarity import (
     rsa,
     svcca,
 )
+from geode.analysis.weight_drift import *  # noqa: F403
 
 __all__ = [
     "SparseAutoencoder",
@@ -47,4 +49,4 @@ __all__ = [
     "train_sae",
 ]
 # every paper's public names, re-exported (ARCHITECTURE.md: public names)
-__all__ += [*_gae.__all__, *_msa.__all__]
+__all__ += [*_gae.__all__, *_msa.__all__, *_weight_drift.__all__]
