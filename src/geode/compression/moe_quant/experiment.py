@@ -9,14 +9,13 @@ windows of the validation (tuning) and test (verdict) splits; expert loads come 
 
 from __future__ import annotations
 
-import math
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 
+from geode.compression import charlm
 from geode.compression.moe_quant.moe import MoELM, expert_loads, record_routes
 from geode.data.loaders import pydoc_char_ids
 
@@ -46,21 +45,9 @@ class MoEProblem:
         return f
 
 
-def _windows(ids: np.ndarray, seq: int, n: int) -> torch.Tensor:
-    m = min(n, len(ids) // seq)
-    return torch.from_numpy(ids[: m * seq].reshape(m, seq).copy())
-
-
-@torch.no_grad()
 def perplexity(model: MoELM, windows: torch.Tensor, batch: int = 32) -> float:
     """exp of the mean next-token cross-entropy over ``windows`` (n, seq)."""
-    model.eval()
-    tot, cnt = 0.0, 0
-    for i in range(0, windows.shape[0], batch):
-        x = windows[i : i + batch]
-        tot += float(model.loss(x)) * x[:, 1:].numel()
-        cnt += x[:, 1:].numel()
-    return math.exp(tot / cnt)
+    return charlm.perplexity(model, windows, batch, nll=lambda m, x: float(m.loss(x)) * x[:, 1:].numel())
 
 
 def routes_of(model: MoELM, windows: torch.Tensor, batch: int = 32) -> list[torch.Tensor]:
@@ -87,8 +74,7 @@ def make_problem(
 ) -> MoEProblem:
     """Train the float MoE model (init and batches from ``seed``) and measure its expert loads."""
     ids, vocab = pydoc_char_ids()
-    n = len(ids)
-    train, val, test = ids[: int(0.8 * n)], ids[int(0.8 * n) : int(0.9 * n)], ids[int(0.9 * n) :]
+    train, val, test = charlm.text_splits(ids)
     model = MoELM(
         vocab,
         d_model=d_model,
@@ -100,34 +86,20 @@ def make_problem(
         seed=seed,
     )
     rng = np.random.default_rng(seed + 17)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda t: min(1.0, (t + 1) / 20) * max(0.05, 1 - t / max(steps, 1)))
-    t0 = time.perf_counter()
-    model.train()
-    for _ in range(steps):
-        starts = rng.integers(0, len(train) - seq, size=batch)
-        x = torch.from_numpy(np.stack([train[s : s + seq] for s in starts]))
-        loss = model.loss(x, aux_coef=aux_coef)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-    train_seconds = time.perf_counter() - t0
-    model.eval()
+    train_seconds = charlm.train_lm(
+        model, train, lambda x: model.loss(x, aux_coef=aux_coef), steps=steps, batch=batch, seq=seq, lr=lr, rng=rng
+    )
     for p in model.parameters():
         p.requires_grad_(False)
     starts = rng.integers(0, len(train) - seq, size=n_calib)
     calib = torch.from_numpy(np.stack([train[s : s + seq] for s in starts]))
     loads = expert_loads(model, [calib[i : i + 16] for i in range(0, n_calib, 16)])
-    p = np.bincount(train, minlength=vocab) / len(train)
-    q = np.bincount(test, minlength=vocab) / len(test)
-    unigram = float(np.exp(-(q * np.log(np.clip(p, 1e-9, None))).sum()))
+    unigram = charlm.unigram_perplexity(train, test, vocab)
     return MoEProblem(
         model=model,
         train=train,
-        val=_windows(val, seq, n_eval),
-        test=_windows(test, seq, n_eval),
+        val=charlm.eval_windows(val, seq, n_eval),
+        test=charlm.eval_windows(test, seq, n_eval),
         loads=loads,
         vocab=vocab,
         seq=seq,

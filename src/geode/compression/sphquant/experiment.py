@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from geode.compression.charlm import eval_windows, perplexity, text_splits, train_lm, unigram_perplexity
 from geode.compression.quant import PackedLinear, calibration_hessians, linear_names, replace_linears
 from geode.data.loaders import pydoc_char_ids
 
@@ -37,27 +38,6 @@ class LMProblem:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-def _windows(ids: np.ndarray, seq: int, n: int) -> torch.Tensor:
-    m = min(n, len(ids) // seq)
-    return torch.from_numpy(ids[: m * seq].reshape(m, seq).copy())
-
-
-@torch.no_grad()
-def perplexity(model: Any, windows: torch.Tensor, batch: int = 32) -> float:
-    """exp of the mean next-token cross-entropy over ``windows`` (n, seq)."""
-    model.eval()
-    tot, cnt = 0.0, 0
-    for i in range(0, windows.shape[0], batch):
-        x = windows[i : i + batch]
-        logits = model(input_ids=x).logits[:, :-1]
-        loss = torch.nn.functional.cross_entropy(
-            logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1), reduction="sum"
-        )
-        tot += float(loss)
-        cnt += x[:, 1:].numel()
-    return math.exp(tot / cnt)
-
-
 def make_problem(
     *,
     seed: int,
@@ -72,47 +52,30 @@ def make_problem(
     n_eval: int = 96,
 ) -> LMProblem:
     """Train the float model (init and batches from ``seed``) and collect the calibration Hessians."""
-    import time
-
     from geode.models import build_tiny_lm
 
     ids, vocab = pydoc_char_ids()
-    n = len(ids)
-    train, val, test = ids[: int(0.8 * n)], ids[int(0.8 * n) : int(0.9 * n)], ids[int(0.9 * n) :]
+    train, val, test = text_splits(ids)
     model = build_tiny_lm(
         vocab, d_model=d_model, n_layers=n_layers, n_heads=4, n_kv_heads=2, d_ff=d_ff, max_positions=seq, seed=seed
     )
     rng = np.random.default_rng(seed + 17)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda t: min(1.0, (t + 1) / 20) * max(0.05, 1 - t / max(steps, 1)))
-    t0 = time.perf_counter()
-    model.train()
-    for _ in range(steps):
-        starts = rng.integers(0, len(train) - seq, size=batch)
-        x = torch.from_numpy(np.stack([train[s : s + seq] for s in starts]))
-        loss = model(input_ids=x, labels=x).loss
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-    train_seconds = time.perf_counter() - t0
-    model.eval()
+    train_seconds = train_lm(
+        model, train, lambda x: model(input_ids=x, labels=x).loss, steps=steps, batch=batch, seq=seq, lr=lr, rng=rng
+    )
     names = linear_names(model)
     starts = rng.integers(0, len(train) - seq, size=n_calib)
     calib = torch.from_numpy(np.stack([train[s : s + seq] for s in starts]))
     hess = calibration_hessians(
         model, [calib[i : i + 16] for i in range(0, n_calib, 16)], names, forward=lambda b: model(input_ids=b)
     )
-    p = np.bincount(train, minlength=vocab) / len(train)
-    q = np.bincount(test, minlength=vocab) / len(test)
-    unigram = float(np.exp(-(q * np.log(np.clip(p, 1e-9, None))).sum()))
+    unigram = unigram_perplexity(train, test, vocab)
     return LMProblem(
         model=model,
         names=names,
         hessians=hess,
-        val=_windows(val, seq, n_eval),
-        test=_windows(test, seq, n_eval),
+        val=eval_windows(val, seq, n_eval),
+        test=eval_windows(test, seq, n_eval),
         vocab=vocab,
         unigram_ppl=unigram,
         train_seconds=train_seconds,
@@ -142,8 +105,7 @@ def make_smollm2_problem(*, seed: int, seq: int = 256, n_calib: int = 128, n_eva
     model, tok = load_smollm2()
     text = "\n".join(topics[k] for k in sorted(topics))
     ids = np.asarray(tok(text)["input_ids"], dtype=np.int64)
-    n = len(ids)
-    train, val, test = ids[: int(0.8 * n)], ids[int(0.8 * n) : int(0.9 * n)], ids[int(0.9 * n) :]
+    train, val, test = text_splits(ids)
     names = linear_names(model)
     rng = np.random.default_rng(seed + 17)
     starts = rng.integers(0, len(train) - seq, size=n_calib)
@@ -152,15 +114,13 @@ def make_smollm2_problem(*, seed: int, seq: int = 256, n_calib: int = 128, n_eva
         model, [calib[i : i + 8] for i in range(0, n_calib, 8)], names, forward=lambda b: model(input_ids=b)
     )
     vocab = int(model.config.vocab_size)
-    p = np.bincount(train, minlength=vocab) / len(train)
-    q = np.bincount(test, minlength=vocab) / len(test)
-    unigram = float(np.exp(-(q * np.log(np.clip(p, 1e-9, None))).sum()))
+    unigram = unigram_perplexity(train, test, vocab)
     return LMProblem(
         model=model,
         names=names,
         hessians=hess,
-        val=_windows(val, seq, n_eval),
-        test=_windows(test, seq, n_eval),
+        val=eval_windows(val, seq, n_eval),
+        test=eval_windows(test, seq, n_eval),
         vocab=vocab,
         unigram_ppl=unigram,
         info={"n_weights": sum(model.get_submodule(nm).weight.numel() for nm in names), "n_layers": len(names)},

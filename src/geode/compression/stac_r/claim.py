@@ -90,17 +90,12 @@ UPDATE_EVERY = 1  # one warm-started subspace iteration per step
 
 
 def _data(seq: int, n_eval: int) -> tuple[np.ndarray, torch.Tensor, torch.Tensor, int]:
+    from geode.compression.charlm import eval_windows, text_splits
     from geode.data import pydoc_char_ids
 
     ids, vocab = pydoc_char_ids()
-    n = len(ids)
-    train, val, test = ids[: int(0.8 * n)], ids[int(0.8 * n) : int(0.9 * n)], ids[int(0.9 * n) :]
-
-    def win(a: np.ndarray) -> torch.Tensor:
-        m = min(n_eval, len(a) // seq)
-        return torch.from_numpy(a[: m * seq].reshape(m, seq).copy())
-
-    return train, win(val), win(test), vocab
+    train, val, test = text_splits(ids)
+    return train, eval_windows(val, seq, n_eval), eval_windows(test, seq, n_eval), vocab
 
 
 @torch.no_grad()
