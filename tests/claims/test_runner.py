@@ -173,8 +173,11 @@ def test_a_timeout_kills_the_workers_whole_process_group(tmp_path, monkeypatch):
 
 _PARENT = textwrap.dedent(
     """
+    import signal
     import sys
     import geode.claims._testing
+    # a shell that starts a job in the background (`cmd &`) leaves SIGINT ignored; Ctrl-C is what we test
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from geode.cli import _sigterm_as_interrupt
     from geode.claims.runner import Task, run_tasks
     from geode.claims.store import ResultStore
