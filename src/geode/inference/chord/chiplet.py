@@ -145,7 +145,9 @@ class Kernel:
         self.flops = f
         for a in (*self.reads, *self.writes):
             if a.wg.size and (a.wg.min() < 0 or a.wg.max() >= self.n_wg):
-                raise ValueError(f"kernel {self.name!r}: an access to {a.buffer!r} names a workgroup outside 0..n_wg-1")
+                raise ValueError(
+                    f"kernel {self.name!r}: an access to {a.buffer!r} names a workgroup outside 0..n_wg-1"
+                )
 
 
 class KernelDAG:
@@ -354,7 +356,9 @@ class SimResult:
 def _check_plan(dag: KernelDAG, gpu: ChipletGPU, plan: Plan) -> None:
     c = gpu.chiplets
     if len(plan.dispatch) != len(dag.kernels):
-        raise ValueError(f"plan.dispatch must have one array per kernel ({len(dag.kernels)}); got {len(plan.dispatch)}")
+        raise ValueError(
+            f"plan.dispatch must have one array per kernel ({len(dag.kernels)}); got {len(plan.dispatch)}"
+        )
     for k, d in zip(dag.kernels, plan.dispatch):
         if d.shape != (k.n_wg,) or d.min() < 0 or d.max() >= c:
             raise ValueError(f"plan.dispatch of kernel {k.name!r} must map its {k.n_wg} workgroups to 0..{c - 1}")
