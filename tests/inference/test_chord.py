@@ -17,7 +17,7 @@ from geode.inference.chord import (
     KernelDAG,
     Plan,
     make_workload,
-    simulate,
+    simulate_chiplets,
     tile_pages,
 )
 
@@ -37,11 +37,11 @@ def _one_kernel(home: int, chiplets: int = 2) -> tuple[KernelDAG, ChipletGPU, Pl
 
 def test_hand_computed_local_and_remote_time():
     dag, gpu, plan = _one_kernel(home=0)
-    r = simulate(dag, gpu, plan)
+    r = simulate_chiplets(dag, gpu, plan)
     assert r.makespan == pytest.approx(3.0 + PB / 1024.0 + 1.0)  # launch + local bytes + local latency
     assert (r.local_bytes, r.remote_bytes) == (PB, 0.0)
     dag, gpu, plan = _one_kernel(home=1)
-    r = simulate(dag, gpu, plan)
+    r = simulate_chiplets(dag, gpu, plan)
     assert r.makespan == pytest.approx(3.0 + PB / 256.0 + 1.0 + 2.0)
     assert (r.local_bytes, r.remote_bytes) == (0.0, PB)
 
@@ -51,7 +51,7 @@ def test_waves_and_compute_roofline():
     k = Kernel("k", 5, 100.0, reads=[Access("a", np.arange(5), np.zeros(5), np.ones(5))])
     dag = KernelDAG({"a": 16}, [k], page_bytes=16)
     gpu = ChipletGPU(chiplets=1, cus=2, cu_flops=10.0, local_latency=0, remote_latency=0, launch=0, page_bytes=16)
-    r = simulate(dag, gpu, Plan([np.zeros(5, np.int64)], np.zeros(1, np.int64), np.zeros(1, bool)))
+    r = simulate_chiplets(dag, gpu, Plan([np.zeros(5, np.int64)], np.zeros(1, np.int64), np.zeros(1, bool)))
     assert r.makespan == pytest.approx(30.0)
     assert not r.memory_bound[0]
 
@@ -61,9 +61,9 @@ def test_l2_dedup_and_replication():
     k = Kernel("k", 2, 0.0, reads=[Access("a", [0, 1], [0, 0], [PB, PB])])
     dag = KernelDAG({"a": PB}, [k])
     gpu = ChipletGPU(chiplets=2)
-    r = simulate(dag, gpu, Plan([np.array([1, 1])], np.array([0]), np.zeros(1, bool)))
+    r = simulate_chiplets(dag, gpu, Plan([np.array([1, 1])], np.array([0]), np.zeros(1, bool)))
     assert r.remote_bytes == PB and r.requested_bytes == 2 * PB
-    r2 = simulate(dag, gpu, Plan([np.array([1, 1])], np.array([0]), np.ones(1, bool)))
+    r2 = simulate_chiplets(dag, gpu, Plan([np.array([1, 1])], np.array([0]), np.ones(1, bool)))
     assert r2.remote_bytes == 0 and r2.local_bytes == PB
 
 
@@ -86,8 +86,8 @@ def test_hazards_serialise_and_overlap_runs_independent_kernels_together():
     gpu = ChipletGPU(chiplets=2)
     home = np.zeros(4, np.int64)
     d = [np.array([0]), np.array([1]), np.array([0])]
-    ser = simulate(dag, gpu, Plan(d, home, np.ones(4, bool), overlap=False))
-    ovl = simulate(dag, gpu, Plan(d, home, np.ones(4, bool), overlap=True))
+    ser = simulate_chiplets(dag, gpu, Plan(d, home, np.ones(4, bool), overlap=False))
+    ovl = simulate_chiplets(dag, gpu, Plan(d, home, np.ones(4, bool), overlap=True))
     assert ovl.start[1] == 0.0 and ser.start[1] == pytest.approx(ser.finish[0])
     assert ovl.makespan < ser.makespan
     assert ovl.start[2] == pytest.approx(max(ovl.finish[0], ovl.finish[1]))
@@ -114,7 +114,7 @@ def test_bad_input_errors():
         CLAP(group=0)
     dag, gpu, plan = _one_kernel(0)
     with pytest.raises(ValueError, match="plan.home"):
-        simulate(dag, gpu, Plan(plan.dispatch, np.array([5]), plan.replicated))
+        simulate_chiplets(dag, gpu, Plan(plan.dispatch, np.array([5]), plan.replicated))
 
 
 def test_rr_plan_is_round_robin_interleaved():
@@ -129,7 +129,7 @@ def test_conservation_of_bytes(name):
     dag = make_workload(name, np.random.default_rng(1))
     gpu = ChipletGPU(chiplets=4)
     plans = [p.plan(dag, gpu) for p in (RR(), CLAP(4), LADM(), ChordPolicy("static"), ChordPolicy("profiled"))]
-    res = [simulate(dag, gpu, p) for p in plans]
+    res = [simulate_chiplets(dag, gpu, p) for p in plans]
     req = {r.requested_bytes for r in res}
     assert len(req) == 1  # requested bytes do not depend on the plan
     # for a fixed dispatch, the fetched bytes do not depend on the placement (only their split)
@@ -147,9 +147,9 @@ def test_one_chiplet_all_policies_agree():
     # with C = 1 there is nothing to place or map: every serialising plan gives RR's makespan
     dag = make_workload("bert", np.random.default_rng(2))
     gpu = ChipletGPU(chiplets=1)
-    base = simulate(dag, gpu, RR().plan(dag, gpu)).makespan
+    base = simulate_chiplets(dag, gpu, RR().plan(dag, gpu)).makespan
     for p in (CLAP(16), LADM("main"), ChordPolicy("static", overlap=False), ChordPolicy("profiled", overlap=False)):
-        r = simulate(dag, gpu, p.plan(dag, gpu))
+        r = simulate_chiplets(dag, gpu, p.plan(dag, gpu))
         assert r.makespan == pytest.approx(base) and r.remote_bytes == 0
 
 
@@ -159,7 +159,7 @@ def test_chord_aligns_consumer_with_producer():
     gpu = ChipletGPU(chiplets=4)
     plan = ChordPolicy("static", replicate=False, overlap=False).plan(dag, gpu)
     rr_plan = RR().plan(dag, gpu)
-    r, rr = simulate(dag, gpu, plan), simulate(dag, gpu, rr_plan)
+    r, rr = simulate_chiplets(dag, gpu, plan), simulate_chiplets(dag, gpu, rr_plan)
     act = ~dag.read_only_pages()  # activations (pages some kernel writes)
 
     def remote_act(res, pl):
@@ -174,6 +174,6 @@ def test_profiled_sees_dynamic_accesses():
     # the paged KV cache is invisible to static analysis; the profile places it with its reader
     dag = make_workload("gpt-decode", np.random.default_rng(0))
     gpu = ChipletGPU(chiplets=4)
-    st = simulate(dag, gpu, ChordPolicy("static").plan(dag, gpu))
-    pr = simulate(dag, gpu, ChordPolicy("profiled").plan(dag, gpu))
+    st = simulate_chiplets(dag, gpu, ChordPolicy("static").plan(dag, gpu))
+    pr = simulate_chiplets(dag, gpu, ChordPolicy("profiled").plan(dag, gpu))
     assert pr.remote_bytes < st.remote_bytes

@@ -13,7 +13,8 @@ docstring):
   :math:`p` lives on :math:`c` (home or replica), *remote* otherwise.
 * The time of a kernel on chiplet :math:`c` is the roofline
 
-  .. math:: t_c = \\max\\Big(\\big\\lceil n_c / \\text{cus} \\big\\rceil \\max_{w \\mapsto c} \\frac{\\text{flops}_w}{F},
+  .. math:: t_c = \\max\\Big(\\big\\lceil n_c / \\text{cus} \\big\\rceil
+            \\max_{w \\mapsto c} \\frac{\\text{flops}_w}{F},
             \\; \\frac{L_c}{B_l} + \\frac{R_c}{B_r}\\Big) + \\ell_l + \\ell_r [R_c > 0]
 
   (:math:`n_c` workgroups in waves of ``cus``; local bytes :math:`L_c` at the local bandwidth, remote
@@ -26,7 +27,7 @@ docstring):
 
 Bytes are conserved by construction: the bytes requested by the workgroups do not depend on the plan, and
 for a fixed dispatch the fetched bytes :math:`\\sum_{c,p} f_{c,p}` do not depend on the placement (only
-their local/remote split does); :class:`SimResult` carries both so the tests can check it.
+their local/remote split does); :class:`ChipletSimResult` carries both so the tests can check it.
 """
 
 from __future__ import annotations
@@ -43,12 +44,12 @@ __all__ = [
     "RR",
     "Access",
     "ChipletGPU",
+    "ChipletSimResult",
     "ChordPolicy",
     "Kernel",
     "KernelDAG",
     "Plan",
-    "SimResult",
-    "simulate",
+    "simulate_chiplets",
     "tile_pages",
 ]
 
@@ -317,7 +318,7 @@ def tile_pages(
     return up, np.bincount(inv, weights=nb.astype(float), minlength=up.size)
 
 
-# ------------------------------------------------------------------------------------------------ simulate
+# ------------------------------------------------------------------------------------------------ simulate_chiplets
 @dataclass
 class Plan:
     """A schedule and a placement: ``dispatch[k][w]`` is the chiplet of workgroup ``w`` of kernel ``k``,
@@ -332,8 +333,8 @@ class Plan:
 
 
 @dataclass
-class SimResult:
-    """What :func:`simulate` measured: makespan, per-kernel start/finish/time, bytes and the access profile."""
+class ChipletSimResult:
+    """What :func:`simulate_chiplets` measured: makespan, per-kernel times, bytes and the access profile."""
 
     makespan: float
     start: np.ndarray
@@ -368,12 +369,12 @@ def _check_plan(dag: KernelDAG, gpu: ChipletGPU, plan: Plan) -> None:
         raise ValueError(f"plan.replicated must have one flag per page ({dag.n_pages})")
 
 
-def simulate(dag: KernelDAG, gpu: ChipletGPU, plan: Plan) -> SimResult:
+def simulate_chiplets(dag: KernelDAG, gpu: ChipletGPU, plan: Plan) -> ChipletSimResult:
     """Run ``dag`` on ``gpu`` under ``plan``; see the module docstring for the cost model.
 
     Returns
     -------
-    SimResult
+    ChipletSimResult
         ``fetched`` is the profile a profiling run collects (bytes per chiplet and page).
     """
     if dag.page_bytes != gpu.page_bytes:
@@ -423,7 +424,7 @@ def simulate(dag: KernelDAG, gpu: ChipletGPU, plan: Plan) -> SimResult:
         free[used] = s + dur
         busy[used] += dur
         prev_finish = s + dur
-    return SimResult(
+    return ChipletSimResult(
         makespan=float(finish.max()),
         start=start,
         finish=finish,
@@ -493,7 +494,7 @@ class CLAP:
     def plan(self, dag: KernelDAG, gpu: ChipletGPU) -> Plan:
         """Profile RR, then place each page group at its main accessor."""
         c = gpu.chiplets
-        prof = simulate(dag, gpu, RR().plan(dag, gpu)).fetched
+        prof = simulate_chiplets(dag, gpu, RR().plan(dag, gpu)).fetched
         home = _interleaved(dag, c)
         for b, off in dag.offset.items():
             n = -(-dag.buffers[b] // dag.page_bytes)
@@ -536,7 +537,7 @@ class LADM:
                 home[pg_s[new]] = ch_s[new]
                 seen[pg_s[first]] = True
         else:
-            prof = simulate(dag, gpu, Plan(disp, home, np.zeros(dag.n_pages, bool))).fetched
+            prof = simulate_chiplets(dag, gpu, Plan(disp, home, np.zeros(dag.n_pages, bool))).fetched
             hit = prof.sum(axis=0) > 0
             home[hit] = np.argmax(prof[:, hit], axis=0)
         return Plan(disp, home, np.zeros(dag.n_pages, bool), False, self.name)
@@ -594,7 +595,7 @@ class ChordPolicy:
         if self.mode == "static":
             return self._plan(dag, gpu, profile=None, times=None)
         first = ChordPolicy("static", self.replicate, self.overlap, self.capacity)._plan(dag, gpu, None, None)
-        res = simulate(dag, gpu, first)
+        res = simulate_chiplets(dag, gpu, first)
         work = res.kernel_time * np.array([np.unique(d).size for d in first.dispatch])
         return self._plan(dag, gpu, profile=True, times=work)
 
