@@ -21,8 +21,9 @@ E = 2  # bytes per element (fp16)
 
 
 class _Prog:
-    def __init__(self, page_bytes: int) -> None:
+    def __init__(self, page_bytes: int, tile: int = 64) -> None:
         self.pb = page_bytes
+        self.t = tile
         self.shapes: dict[str, tuple[int, int]] = {}
         self.kernels: list[Kernel] = []
 
@@ -51,11 +52,14 @@ class _Prog:
         del shape
         return up, np.bincount(inv, weights=np.concatenate(bs), minlength=up.size)
 
-    def gemm(self, name: str, a: str, w: str, out: str, halo: int = 0, flop_k: int | None = None, t: int = 64):
+    def gemm(
+        self, name: str, a: str, w: str, out: str, halo: int = 0, flop_k: int | None = None, t: int | None = None
+    ):
         """out[M, N] = a[M, K] @ w[N, K]^T, tiles of t x t; ``halo`` extra input rows each side (a conv)."""
         m, k = self.shapes[a]
         n = self.shapes[w][0]
         fk = flop_k or k
+        t = t or self.t
         tm, tn = min(t, m), min(t, n)
         gm, gn = -(-m // tm), -(-n // tn)
         ra, rw, wo, fl = [], [], [], []
@@ -71,9 +75,12 @@ class _Prog:
         reads = [self._acc(ra, a), self._acc(rw, w)]
         self.kernels.append(Kernel(name, gm * gn, np.array(fl), reads, [self._acc(wo, out)]))
 
-    def rowwise(self, name: str, ins: list[str], out: str, flops_per: float = 4.0, t: int = 64, halo: int = 0):
+    def rowwise(
+        self, name: str, ins: list[str], out: str, flops_per: float = 4.0, t: int | None = None, halo: int = 0
+    ):
         """out = f(ins...) row block by row block (elementwise, norms, pooling with a halo)."""
         m, n = self.shapes[out]
+        t = t or self.t
         g = -(-m // t)
         reads = {b: [] for b in ins}
         wo, fl = [], []
@@ -153,7 +160,7 @@ def _encoder(p: _Prog, x: str, s: int, d: int, heads: int, ff: int, tag: str) ->
     _w(p, f"{tag}qkv_proj", x, qkv, 3 * d)
     o = p.buf(f"{tag}attn", s, d)
     dh = d // heads
-    t = 64
+    t = p.t
     g = -(-s // t)
     rq, rk, wo, fl = [], [], [], []
     for i in range(g):
@@ -182,11 +189,17 @@ def _encoder(p: _Prog, x: str, s: int, d: int, heads: int, ff: int, tag: str) ->
     return h2
 
 
-def make_workload(name: str, rng: np.random.Generator, page_bytes: int = 4096) -> KernelDAG:
-    """Build workload ``name`` (one of :data:`WORKLOADS`) with shapes and data drawn from ``rng``."""
+def make_workload(name: str, rng: np.random.Generator, page_bytes: int = 4096, tile: int = 64) -> KernelDAG:
+    """Build workload ``name`` (one of :data:`WORKLOADS`) with shapes and data drawn from ``rng``.
+
+    ``tile`` is the output tile (rows x columns) of a GEMM workgroup and the rows of an elementwise or
+    attention workgroup (64 by default; inferred).
+    """
+    if int(tile) != tile or tile < 1:
+        raise ValueError(f"tile must be an integer >= 1; got {tile!r}")
     if name not in WORKLOADS:
         raise ValueError(f"name must be one of {', '.join(WORKLOADS)}; got {name!r}")
-    p = _Prog(page_bytes)
+    p = _Prog(page_bytes, int(tile))
     if name == "resnet":
         side = int(rng.choice([14, 16, 20]))
         _conv_net(p, 2 * side * side, side, [64] * 5, residual=True)
