@@ -318,7 +318,7 @@ def tile_pages(
     return up, np.bincount(inv, weights=nb.astype(float), minlength=up.size)
 
 
-# ------------------------------------------------------------------------------------------------ simulate_chiplets
+# ---------------------------------------------------------------------------------------------------- simulate
 @dataclass
 class Plan:
     """A schedule and a placement: ``dispatch[k][w]`` is the chiplet of workgroup ``w`` of kernel ``k``,
