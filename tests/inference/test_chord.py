@@ -177,3 +177,29 @@ def test_profiled_sees_dynamic_accesses():
     st = simulate_chiplets(dag, gpu, ChordPolicy("static").plan(dag, gpu))
     pr = simulate_chiplets(dag, gpu, ChordPolicy("profiled").plan(dag, gpu))
     assert pr.remote_bytes < st.remote_bytes
+
+
+def test_ladm_first_touch_and_clap_locality_by_hand():
+    # 4 workgroups, chunked over 2 chiplets (0, 0, 1, 1); page p read by workgroup p only
+    k = Kernel("k", 4, 0.0, reads=[Access("a", np.arange(4), np.arange(4), np.full(4, PB))])
+    dag = KernelDAG({"a": 4 * PB}, [k])
+    gpu = ChipletGPU(chiplets=2)
+    plan = LADM("first").plan(dag, gpu)
+    assert plan.dispatch[0].tolist() == [0, 0, 1, 1] and plan.home.tolist() == [0, 0, 1, 1]
+    assert simulate_chiplets(dag, gpu, plan).remote_bytes == 0
+    # RR dispatch (0, 1, 0, 1) equals the interleaving: every page already local, CLAP keeps it
+    assert CLAP(group=1).plan(dag, gpu).home.tolist() == [0, 1, 0, 1]
+    # a group of 2 pages read by two chiplets half each has no chiplet-locality: it stays interleaved
+    assert CLAP(group=2).plan(dag, gpu).home.tolist() == [0, 1, 0, 1]
+
+
+def test_misaligned_control_is_worse_on_a_memory_bound_chain():
+    from geode.inference.chord.claim import _misaligned
+
+    dag = make_workload("mlp", np.random.default_rng(0))
+    gpu = ChipletGPU(chiplets=4, remote_bw=8e3)
+    plan = ChordPolicy("profiled").plan(dag, gpu)
+    good = simulate_chiplets(dag, gpu, plan)
+    bad = simulate_chiplets(dag, gpu, _misaligned(plan, 4))
+    assert bad.remote_bytes > good.remote_bytes and bad.makespan > good.makespan
+    assert bad.requested_bytes == good.requested_bytes
