@@ -5,13 +5,17 @@
 * :mod:`geode.inference.workloads`: length distributions rebuilt from public trace statistics, Poisson
   and Gamma arrivals, and a CSV loader for a user's own trace;
 * :mod:`geode.inference.bounds`: batch-arrival lower bound and exact optimum (competitive ratios);
-* :mod:`geode.inference.svf`: Smallest Volume First and 1-bit SVF (paper ``svf``).
+* :mod:`geode.inference.svf`: Smallest Volume First and 1-bit SVF (paper ``svf``);
+* :mod:`geode.inference.chord`: a chiplet-GPU kernel-DAG simulator and CHoRD's joint scheduling and data
+  placement, with RR, CLAP and LADM (paper ``chord``).
 """
 
 from __future__ import annotations
 
+from geode.inference import chord as _chord
 from geode.inference import svf as _svf
 from geode.inference.bounds import adversarial_batch_ratio, batch_lower_bound, optimal_batch_cost
+from geode.inference.chord import *  # noqa: F403
 from geode.inference.serving import FCFS, SJF, CostModel, Policy, SimResult, Workload, simulate, volume
 from geode.inference.svf import *  # noqa: F403
 from geode.inference.workloads import (
@@ -45,4 +49,4 @@ __all__ = [
     "volume",
 ]
 # every paper's public names, re-exported (ARCHITECTURE.md: public names)
-__all__ += [*_svf.__all__]
+__all__ += [*_svf.__all__, *_chord.__all__]
