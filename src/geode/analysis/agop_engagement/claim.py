@@ -75,6 +75,14 @@ per seed (81-95 s wall under contention).
   +0.18, +0.10, +0.28. The peak lies within a decade of steps before the rise in every seed (random
   direction: never; shuffled probe: 2 of 3). E shows a single peak in seeds 0 and 2 and three peaks in
   seed 1 (the paper's "multiple peaks" pattern).
+
+The issue's 5 seeds (seeds 3 and 4 run after, same rules, ``--seeds 5``): still **not reproduced**
+(per seed: reproduced, not, reproduced, not, reproduced). rho = +0.50, -0.13, +0.42, -0.08, +0.41
+(> 0.3 in 3 of 5; needs 4); with 5 seeds the shuffled-label control passes ``aligned`` in 3 of 5 only
+(+0.58, +0.53, +0.69, +0.03, -0.18), so the threshold discriminates there, barely; ``precedes`` holds in
+5 of 5 (leads 5, 0, 0, 0, 2 checkpoints) and the shuffled control passes it in 4 of 5 (does not
+discriminate). The probe-accuracy baseline correlates about as well as E (rho +0.18, +0.10, +0.28,
++0.54, +0.35); E has 1, 3, 1, 2, 1 peaks.
 """
 
 from __future__ import annotations
