@@ -9,9 +9,11 @@ its fidelity measure (ReLU, TopK and JumpReLU; pretrained dictionaries load from
 
 from __future__ import annotations
 
+from geode.analysis import agop_engagement as _agop_engagement
 from geode.analysis import gae as _gae
 from geode.analysis import msa as _msa
 from geode.analysis import weight_drift as _weight_drift
+from geode.analysis.agop_engagement import *  # noqa: F403
 from geode.analysis.gae import *  # noqa: F403
 from geode.analysis.msa import *  # noqa: F403
 from geode.analysis.pullback import jacobians, metric_from_samples, pullback_metric
@@ -49,4 +51,4 @@ __all__ = [
     "train_sae",
 ]
 # every paper's public names, re-exported (ARCHITECTURE.md: public names)
-__all__ += [*_gae.__all__, *_msa.__all__, *_weight_drift.__all__]
+__all__ += [*_agop_engagement.__all__, *_gae.__all__, *_msa.__all__, *_weight_drift.__all__]
