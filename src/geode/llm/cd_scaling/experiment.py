@@ -64,9 +64,18 @@ class TeacherTask:
 
 
 def make_stream(
-    task: TeacherTask, strategy: str, D: int, U: int, rng: np.random.Generator
+    task: TeacherTask,
+    strategy: str,
+    D: int,
+    U: int,
+    rng: np.random.Generator,
+    base: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The training stream of ``D`` samples for one strategy (``U`` unique samples; ignored for ``fresh``)."""
+    """The training stream of ``D`` samples for one strategy (``U`` unique samples; ignored for ``fresh``).
+
+    ``base`` gives the ``U`` unique samples (else they are drawn from ``rng``), so that every strategy and
+    every ``D`` of one experiment can expand the same corpus.
+    """
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {STRATEGIES}; got {strategy!r}")
     if D < 1 or U < 1:
@@ -75,7 +84,9 @@ def make_stream(
         return task.sample(D, rng)
     if D % U:
         raise ValueError(f"D must be a multiple of U for {strategy!r}; got D={D}, U={U}")
-    x, y = task.sample(U, rng)
+    x, y = task.sample(U, rng) if base is None else base
+    if len(x) != U:
+        raise ValueError(f"base must hold U={U} samples; got {len(x)}")
     xs, ys = [], []
     for epoch in range(D // U):
         order = rng.permutation(U)
