@@ -4,6 +4,10 @@ Every side fits the same synthetic runs (5 model sizes x 8 fresh and 5 repeated 
 known CD law with 1% noise) with the same budget (starts, iterations, Huber delta). The CD law has three
 parameters per strategy where Muennighoff has one, so it is expected to be slower; the ratio says by how
 much. Sizes: ``smoke`` one start, ``quick`` four, ``full`` sixteen starts on a denser grid.
+
+Measured (quick, 3 interleaved repetitions, one thread, loaded 2-core machine): CD fit 3.1 s, 0.33x the speed
+of the Muennighoff fit [0.33-0.37] and 0.21x of the Chinchilla fit [0.18-0.22]; peak memory negligible on
+every side (RSS growth ~0.02 MiB; no memory ratio).
 """
 
 from __future__ import annotations
