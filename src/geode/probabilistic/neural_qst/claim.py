@@ -19,15 +19,23 @@ Added before the first run (the protocol needs them; the issue names none):
 - *negative controls*: the untrained network (same architecture, step 0) against iMLE for both "beats"
   thresholds; iMLE's own rise after its plateau and the untrained network's (zero) rise for "keeps
   rising" (weak controls: they fail by construction, which we state rather than hide); for "restarts
-  agree" the spread of the restarts' untrained fidelities and of their fidelities after 5% of training
-  (the same restarts before they converge).
+  agree" the spread of the restarts' fidelities after 5% of training (the same restarts before they
+  converge).
 
 Equal tuning: each method (msW1 network, the same network on the binned NLL, Cholesky GD-QST, iMLE) gets 3
 configurations (+1 past an edge) of its one knob (Adam learning rate; iMLE's dilution), selected on the
 held-out NLL of a fresh validation draw of the same size (never on fidelity), at each shot level separately;
 all methods run the same number of iterations. The verdict is against iMLE (the baseline the claim names);
 the strongest of the other baselines is reported beside it with its own margin. A second reading of
-"iMLE's final fidelity" (4x more iterations at its tuned dilution) is reported, not judged.
+"iMLE's final fidelity" (2x more iterations at its tuned dilution) is reported, not judged.
+
+Changed after the first quick run (seed 0 only, then stopped; two real defects, neither a threshold): the
+restarts' *untrained* spread was a second control of "restarts agree", but random states all have
+fidelity ~1/36, so their spread (0.001) passes the 0.01 bound by construction: a control that cannot
+fail; it is still reported (``untrained_restart_spread``), no longer a control. And the seed took 113 CPU
+s against the 90 s budget: iMLE's other reading went from 4x to 2x the iterations and its adjoint map became
+one matrix product (same numbers); nothing the verdict reads changed. That run's seed-0 verdict was
+``partial`` (gap +0.033 / +0.152 at S = 100 / 20, rise after the plateau -0.039, restart spread 0.084).
 
 Set-up (quick): two-mode even cat ``|a,a> + |-a,-a>``, a = 1, Fock cutoff 6 per mode (dimension 36), loss
 eta = 0.9 and electronic noise sigma_e = 0.05 (known to every method), 4 x 4 phase settings (0, pi/4, pi/2,
@@ -47,6 +55,7 @@ import numpy as np
 from geode.claims import Outcome, Threshold, register, tune
 
 RISE_TOL = 0.005  # iMLE plateau tolerance and the rise the network must show after it
+LONG = 2  # iMLE's other reading: this many times the iterations, at its tuned dilution
 EARLY = 0.05  # fraction of training at which the restarts' early spread (control) is read
 
 _MODES: dict[str, dict[str, Any]] = {
@@ -175,7 +184,7 @@ def _figure(curves: dict[str, Any], restarts: list[Any], shots: int) -> Any:
             0.01,
             "random restarts (S = 100) end within 0.01 fidelity of each other (2 of 3 seeds)",
             agg="2 of 3",
-            control=("untrained_restart_spread", "early_restart_spread"),
+            control="early_restart_spread",
         ),
         Threshold(
             "beats_imle_one_level",
@@ -273,7 +282,7 @@ def run(mode: str, seed: int) -> Outcome:
             metrics[f"{m}_fidelity_s{S}"] = F[m]
             diverged.append(bool(best[m].diverged))
         rise, imle_rise, idx = _rise_after_plateau(best["imle"].fidelities, best["msw1"].fidelities)
-        long = imle(model, train, None, iterations=4 * T, psi_true=psi, dilution=best["imle"].params["dilution"])
+        long = imle(model, train, None, iterations=LONG * T, psi_true=psi, dilution=best["imle"].params["dilution"])
         strongest = max(("nll_net", "cholesky"), key=lambda m: F[m])
         metrics.update(
             {
@@ -304,7 +313,7 @@ def run(mode: str, seed: int) -> Outcome:
         table.append(
             {
                 "shots": S,
-                "method": "iMLE x4 iterations (other reading)",
+                "method": "iMLE x2 iterations (other reading)",
                 "tuned": "same dilution",
                 "val NLL": math.nan,
                 "fidelity (final)": long.fidelities[-1],
@@ -313,7 +322,7 @@ def run(mode: str, seed: int) -> Outcome:
             }
         )
         notes.append(
-            f"S={S}: fidelity msW1 {F['msw1']:.4f}, iMLE {F['imle']:.4f} (x4 iterations {long.fidelities[-1]:.4f}), "
+            f"S={S}: fidelity msW1 {F['msw1']:.4f}, iMLE {F['imle']:.4f} (x2 iterations {long.fidelities[-1]:.4f}), "
             f"NLL network {F['nll_net']:.4f}, Cholesky {F['cholesky']:.4f}; strongest other baseline "
             f"{_NAMES[strongest]} (msW1 - it = {F['msw1'] - F[strongest]:+.4f}); iMLE plateau at "
             f"{idx}/{len(best['imle'].fidelities) - 1} of its run, network's rise after it {rise:+.4f}."
@@ -366,7 +375,7 @@ def run(mode: str, seed: int) -> Outcome:
         "CPU seconds spent per method (tuning included): "
         + ", ".join(f"{_NAMES[m]} {v:.1f}" for m, v in cpu.items())
         + f"; this seed in all {time.process_time() - t0:.0f} s. Iterations are matched (the verdict's"
-        " comparison); iMLE's x4 run is the matched-or-more-compute reading."
+        " comparison); iMLE's x2 run is the matched-or-more-compute reading."
     )
     summary = (
         f"fidelity gap msW1 - iMLE at S<=100: min {metrics['min_gap_low_shots']:+.4f}, max "

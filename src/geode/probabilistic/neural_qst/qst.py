@@ -62,7 +62,8 @@ class MeasurementModel:
         r""":math:`\sum_k B_k^\dagger\,\mathrm{diag}(K^\top W_k K)\,B_k` for bin weights ``W`` (K, G^2)."""
         W = W.reshape(-1, self.G, self.G)
         Wx = (self.K.T @ W @ self.K).reshape(-1, self.G * self.G)
-        return torch.einsum("kx,kxa,kxb->ab", Wx.to(self.B.dtype), self.B.conj(), self.B)
+        B = self.B.reshape(-1, self.dim)
+        return (B.conj().T * Wx.reshape(-1).to(B.dtype)) @ B
 
 
 def nll(probs: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
