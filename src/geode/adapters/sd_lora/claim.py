@@ -27,7 +27,19 @@ Revision 1 (protocol v2 from the start; issue 34). Set-up (fixed before the firs
 - *strongest baseline*: per shot level the better of CLIP-LoRA (+cache) and Tip-Adapter on test; SD-LoRA's
   margin over it is reported (``gain_vs_strongest_avg``), not thresholded in the verdict.
 
-Measured (quick, 3 seeds): see the end of this docstring (filled in after the run).
+Run 1 and the two fixes made after it (the only changes to the set-up after seeing results). Run 1 (quick,
+3 seeds, learning-rate grid 1e-3, 3e-3, 1e-2, +1 past an edge) gave **not reproduced** (per-seed: not
+reproduced, not reproduced, partial): SD-LoRA - CLIP-LoRA = +0.8/-1.2/-2.0, -0.2/+0.2/+0.5, +2.2/-3.5/+2.5
+points at 1/4/16 shots (averages -0.83, +0.17, +0.42; re-seeded control +1.17, -0.58, +0.50). It showed two
+defects of the set-up, not of the method: (a) the selected learning rate sat at the lower edge even after
+the extension (3.3e-4) in 11 of 18 selections, so the grid was too small (protocol section 1): the grid is
+now 1e-4, 3e-4, 1e-3, 3e-3 (+1 past an edge); (b) no adapter beat zero-shot CLIP (53.0 / 66.5 / 52.3 % at
+every shot level; tuned CLIP-LoRA at 16 shots 49.0 / 61.5 / 49.3 %), i.e. the few-shot pipeline never
+learned the task beyond what the pre-trained model knew, and no floor caught it (protocol section 3): the
+floor ``adaptation_learns`` (tuned CLIP-LoRA at 16 shots >= zero-shot + 2 points) is added. Thresholds,
+controls, shots, steps and the world are unchanged.
+
+Measured (quick, 3 seeds, after the fixes): see below.
 """
 
 from __future__ import annotations
@@ -40,7 +52,7 @@ import numpy as np
 
 from geode.claims import Outcome, Threshold, register
 
-_LRS = (1e-3, 3e-3, 1e-2)
+_LRS = (1e-4, 3e-4, 1e-3, 3e-3)  # run 1 had (1e-3, 3e-3, 1e-2): see the docstring
 _ALPHAS = (0.0, 0.5, 1.0, 2.0, 4.0)
 _BETAS = (1.0, 3.0, 7.0)
 
@@ -70,7 +82,7 @@ _MODES: dict[str, dict[str, Any]] = {
         pretrain=6000,
         shots=(1, 2, 4, 8, 16),
         steps={1: 100, 2: 150, 4: 250, 8: 400, 16: 600},
-        lrs=(3e-4, 1e-3, 3e-3, 1e-2),
+        lrs=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2),
         extend=2,
         n_val=20,
         n_test=200,
@@ -249,10 +261,19 @@ def _shot_level(clip: Any, world: Any, p: dict[str, Any], shots: int, seed: int,
             agg="all",
         ),
         Threshold("no_collapse", "collapsed_runs", "<=", 0.0, "floor: no training run diverged", agg="all"),
+        Threshold(
+            "adaptation_learns",
+            "clip_lora_16shot_over_zero_shot",
+            ">=",
+            2.0,
+            "floor (added after run 1, see the docstring): tuned CLIP-LoRA at 16 shots beats zero-shot CLIP by "
+            ">= 2 points, in every seed",
+            agg="all",
+        ),
     ),
     reproduced="avg_gain and same_cost",
     partial="(gain_1 or gain_4 or gain_16) and same_cost",
-    validity="clip_pretrained and methods_learn and teacher_unused and no_collapse",
+    validity="clip_pretrained and methods_learn and teacher_unused and no_collapse and adaptation_learns",
     key_metric="gain_avg",
     revision=1,
 )
@@ -348,6 +369,8 @@ def run(mode: str, seed: int) -> Outcome:
         teacher_drop_max_abs_diff=drop,
         collapsed_runs=float(collapsed),
         base_zero_shot_acc=base_acc,
+        clip_lora_16shot_over_zero_shot=metrics[f"acc_clip_lora_{max(p['shots'])}shot"]
+        - metrics[f"acc_zero_shot_{max(p['shots'])}shot"],
     )
     notes = [
         f"Tiny CLIP {p['arch']} pre-trained {p['pretrain']} AdamW steps (lr 3e-3, batch 64) on the 52 base concepts "
