@@ -32,7 +32,7 @@ Run 1 and the two fixes made after it (the only changes to the set-up after seei
 reproduced, not reproduced, partial): SD-LoRA - CLIP-LoRA = +0.8/-1.2/-2.0, -0.2/+0.2/+0.5, +2.2/-3.5/+2.5
 points at 1/4/16 shots (averages -0.83, +0.17, +0.42; re-seeded control +1.17, -0.58, +0.50). It showed two
 defects of the set-up, not of the method: (a) the selected learning rate sat at the lower edge even after
-the extension (3.3e-4) in 11 of 18 selections, so the grid was too small (protocol section 1): the grid is
+the extension (3.3e-4) in 10 of 18 selections, so the grid was too small (protocol section 1): the grid is
 now 1e-4, 3e-4, 1e-3, 3e-3 (+1 past an edge); (b) no adapter beat zero-shot CLIP (53.0 / 66.5 / 52.3 % at
 every shot level; tuned CLIP-LoRA at 16 shots 49.0 / 61.5 / 49.3 %), i.e. the few-shot pipeline never
 learned the task beyond what the pre-trained model knew, and no floor caught it (protocol section 3): the
