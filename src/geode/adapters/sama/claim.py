@@ -301,7 +301,6 @@ def run(mode: str, seed: int) -> Outcome:
     metrics["n_params_sama"] = float(flat["sama"]["n_params"])
     metrics["n_params_kron"] = float(flat["kron"]["n_params"])
     elapsed = time.perf_counter() - t0
-    metrics["wall_s"] = elapsed
     summary = (
         f"flat target d={d}, {flat['lora']['n_params']} parameters each: effective rank SaMA "
         f"{metrics['sama_flat_erank']:.1f} vs LoRA {lo_er:.1f} (x{metrics['sama_over_lora_erank']:.2f}); error SaMA "
