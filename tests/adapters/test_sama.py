@@ -136,3 +136,19 @@ def test_bad_inputs():
         SaMALinear(nn.Linear(12, 8), 3, 2, rank=0)
     with pytest.raises(TypeError, match="config"):
         inject_sama(nn.Linear(4, 4), {"blocks_in": 2})
+
+
+def test_peft_lora_round_trip(tmp_path):
+    from geode.adapters import load_peft_lora, save_peft_lora
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 12), nn.ReLU(), nn.Linear(12, 16))
+    fresh = nn.Sequential(nn.Linear(16, 12), nn.ReLU(), nn.Linear(12, 16))
+    fresh.load_state_dict(model.state_dict())
+    inject_sama(model, SaMAConfig(target_modules=("0", "2"), blocks_in=2, blocks_out=2, rank=1))
+    for m in (model[0], model[2]):
+        _randomise(m, 5)
+    x = torch.randn(4, 16)
+    save_peft_lora(model, tmp_path / "ckpt")
+    load_peft_lora(fresh, tmp_path / "ckpt")
+    torch.testing.assert_close(fresh(x), model(x), atol=1e-5, rtol=1e-5)
