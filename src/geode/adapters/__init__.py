@@ -10,6 +10,7 @@ unmerging, and export to / import from Hugging Face PEFT's LoRA checkpoint forma
 from __future__ import annotations
 
 from geode.adapters import polar_vbll as _polar_vbll
+from geode.adapters import sama as _sama
 from geode.adapters import sd_lora as _sd_lora
 from geode.adapters import sds_lora as _sds_lora
 from geode.adapters.lora import (
@@ -26,6 +27,7 @@ from geode.adapters.lora import (
 )
 from geode.adapters.peft_format import load_peft_lora, save_peft_lora
 from geode.adapters.polar_vbll import *  # noqa: F403
+from geode.adapters.sama import *  # noqa: F403
 from geode.adapters.sd_lora import *  # noqa: F403
 from geode.adapters.sds_lora import *  # noqa: F403
 
@@ -44,4 +46,4 @@ __all__ = [
     "unmerge_adapters",
 ]
 # every paper's public names, re-exported (ARCHITECTURE.md: public names)
-__all__ += [*_polar_vbll.__all__, *_sd_lora.__all__, *_sds_lora.__all__]
+__all__ += [*_polar_vbll.__all__, *_sama.__all__, *_sd_lora.__all__, *_sds_lora.__all__]
