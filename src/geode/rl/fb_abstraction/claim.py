@@ -28,6 +28,18 @@ components, for both the SR and FB's successor measure ``P_k (I - gamma^k P_k)^{
 current state, the object ``M = F B^T`` fits). Both *increased* with k at gamma^k per macro step. The set-up
 above was not changed after that: the verdict uses the SR the issue names; the successor measure is
 reported beside it (``measure_*`` metrics) as the second reading.
+
+**Quick-mode verdict (3 seeds, 360 free states, d = 16): not reproduced** (valid: every floor met; SR
+residual 0, value bound slack >= 9.0, k = 1 rank-d error 0.25-0.28). The SR's effective rank and rank-d
+error *rise* with k in every seed, 12 of 12 steps: effective rank at gamma 0.99 for k = 1, 2, 4, 8 is
+110/162/191/240 (seed 0; seeds 1-2: from 120-123 to 248-254), at gamma 0.9 260/303/333/352; rank-d error at gamma 0.99
+0.25/0.35/0.38/0.51; the rank-d value error follows (0.28/0.38/0.43/0.56). The reason is the macro
+discount gamma^k: it shortens the horizon, so the SR moves towards the identity, whose spectrum is flat;
+the filtering of |lambda| < 1 components does not outweigh it. FB's successor measure (second reading)
+also rises (10-11 of 12 steps violate; at gamma 0.9 it dips only from k = 4 to 8). The cycle control fails
+too (12/12), so here it cannot show that the threshold discriminates. Not tested: a comparison at a
+matched horizon (gamma per macro step fixed), which is probably the paper's reading of "low-pass filter";
+it was not in the issue's set-up and was not run. CPU time: ~1.6 s per seed.
 """
 
 from __future__ import annotations
