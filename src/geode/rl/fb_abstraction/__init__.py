@@ -12,7 +12,8 @@ Built: the exact spectral analysis (:mod:`geode.rl.fb_abstraction.spectra`) and 
 **What the check found (quick mode, 3 seeds): not reproduced.** With the macro discount gamma^k the SR's
 effective rank and rank-d error grow with k (gamma 0.99: effective rank 110 -> 240 from k = 1 to 8 on a
 20x20 grid): the shorter horizon pushes the SR towards the identity faster than repetition filters the
-high frequencies.
+high frequencies. FB on a 2-D point mass at gamma 0.99 reached the same zero-shot goal success with k = 4
+as with k = 1 (0.36-0.43 against 0.38-0.44; k = 4 ahead in 1 of 3 seeds, by 0.01).
 """
 
 from __future__ import annotations

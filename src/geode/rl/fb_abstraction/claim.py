@@ -38,16 +38,25 @@ above was not changed after that: the verdict uses the SR the issue names; the s
 reported beside it (``measure_*`` metrics) as the second reading.
 
 **Quick-mode verdict (3 seeds, 360 free states, d = 16): not reproduced** (valid: every floor met; SR
-residual 0, value bound slack >= 9.0, k = 1 rank-d error 0.25-0.28). The SR's effective rank and rank-d
-error *rise* with k in every seed, 12 of 12 steps: effective rank at gamma 0.99 for k = 1, 2, 4, 8 is
-110/162/191/240 (seed 0; seeds 1-2: from 120-123 to 248-254), at gamma 0.9 260/303/333/352; rank-d error at gamma 0.99
-0.25/0.35/0.38/0.51; the rank-d value error follows (0.28/0.38/0.43/0.56). The reason is the macro
-discount gamma^k: it shortens the horizon, so the SR moves towards the identity, whose spectrum is flat;
-the filtering of |lambda| < 1 components does not outweigh it. FB's successor measure (second reading)
-also rises (10-11 of 12 steps violate; at gamma 0.9 it dips only from k = 4 to 8). The cycle control fails
-too (12/12), so here it cannot show that the threshold discriminates. Not tested: a comparison at a
-matched horizon (gamma per macro step fixed), which is probably the paper's reading of "low-pass filter";
-it was not in the issue's set-up and was not run. CPU time: ~1.6 s per seed.
+residual 0, value bound slack >= 9.0, k = 1 rank-d error 0.25-0.28, best FB success 0.38-0.44).
+
+*Spectral part (fails in every seed, 12 of 12 steps).* The SR's effective rank and rank-d error *rise* with
+k: effective rank at gamma 0.99 for k = 1, 2, 4, 8 is 110/162/191/240 (seed 0; seeds 1-2: from 120-123 to
+248-254), at gamma 0.9 260/303/333/352; rank-d error at gamma 0.99 0.25/0.35/0.38/0.51; the rank-d value
+error follows (0.28/0.38/0.43/0.56). The reason is the macro discount gamma^k: it shortens the horizon, so
+the SR moves towards the identity, whose spectrum is flat; the filtering of |lambda| < 1 components does
+not outweigh it. FB's successor measure (second reading) also rises (10-11 of 12 steps violate; at gamma
+0.9 it dips only from k = 4 to 8). The cycle control fails too (12/12), so here it cannot show that the
+threshold discriminates. Not tested: a comparison at a matched horizon (gamma per macro step fixed), which
+is probably the paper's reading of "low-pass filter"; it was not in the issue's set-up and was not run.
+
+*FB part (fails: 1 of 3 seeds).* Test success k = 1 vs k = 4 at gamma 0.99: 0.415/0.425, 0.375/0.355,
+0.435/0.400 (differences +0.010, -0.020, -0.035); random policy 0.12-0.17 (k = 1) and 0.12-0.18 (k = 4).
+Controls: the replicate k = 1 agent scored 0.095-0.10 *below* the tuned one in every seed (it is not
+selected on validation and sees another data set), so the noise floor of the difference is ~0.1, larger
+than any k = 4 - k = 1 gap; random k = 4 - k = 1: +0.03, -0.025, +0.015. Tuning selected lr = 5e-4 (the
+grid's upper edge) for both k in every seed; the grid was not widened after seeing this. CPU time ~36-43 s
+per seed (wall 80-110 s under contention).
 """
 
 from __future__ import annotations
