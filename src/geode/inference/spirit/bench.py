@@ -4,6 +4,9 @@ Candidate: greedy self-speculative decoding (k = 3) with 4 of 6 middle layers sk
 Llama; baselines: plain greedy decoding (AR) and a SWIFT-like 3-layer skip set. The model is untrained
 (random weights), so acceptance is low and this times the mechanics (drafting and verification forwards),
 not the claim's speed-up, which the claim measures with trained weights and a cost model.
+
+Measured (quick, one loaded core): 0.48x [0.47-0.51] vs AR greedy (random weights: drafts rarely
+accepted), peak memory ratio 0.90.
 """
 
 from __future__ import annotations
