@@ -13,10 +13,12 @@
 from __future__ import annotations
 
 from geode.inference import chord as _chord
+from geode.inference import spirit as _spirit
 from geode.inference import svf as _svf
 from geode.inference.bounds import adversarial_batch_ratio, batch_lower_bound, optimal_batch_cost
 from geode.inference.chord import *  # noqa: F403
 from geode.inference.serving import FCFS, SJF, CostModel, Policy, SimResult, Workload, simulate, volume
+from geode.inference.spirit import *  # noqa: F403
 from geode.inference.svf import *  # noqa: F403
 from geode.inference.workloads import (
     TRACES,
@@ -49,4 +51,4 @@ __all__ = [
     "volume",
 ]
 # every paper's public names, re-exported (ARCHITECTURE.md: public names)
-__all__ += [*_svf.__all__, *_chord.__all__]
+__all__ += [*_svf.__all__, *_chord.__all__, *_spirit.__all__]
