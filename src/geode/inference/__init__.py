@@ -7,7 +7,9 @@
 * :mod:`geode.inference.bounds`: batch-arrival lower bound and exact optimum (competitive ratios);
 * :mod:`geode.inference.svf`: Smallest Volume First and 1-bit SVF (paper ``svf``);
 * :mod:`geode.inference.chord`: a chiplet-GPU kernel-DAG simulator and CHoRD's joint scheduling and data
-  placement, with RR, CLAP and LADM (paper ``chord``).
+  placement, with RR, CLAP and LADM (paper ``chord``);
+* :mod:`geode.inference.spirit`: layer-skipping self-speculative decoding with lossless greedy verification,
+  and SPIRIT-like and SWIFT-like skip-set policies on a shifting request stream (paper ``spirit``).
 """
 
 from __future__ import annotations
