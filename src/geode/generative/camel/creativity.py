@@ -261,7 +261,7 @@ class CAMEL:
             opt.zero_grad()
             (-j).backward()
             opt.step()
-            self.history.append(float(j))
+            self.history.append(float(j.detach()))
         self.delta = d.detach()
         return self
 
