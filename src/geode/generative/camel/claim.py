@@ -28,6 +28,11 @@ Added before the first run (the issue names no floors or controls; the protocol 
   "novelty-only fails", CAMEL's own p_class.
 - *validity floors*: observer test accuracy >= 0.9; vanilla samples of the prompt class are recognisable
   (p_class(vanilla) >= 0.8), i.e. the creator is a working class-conditional model.
+
+Verdict (quick mode, 3 seeds, set-up unchanged after the first run): ``inconclusive``; the creator floor fails
+on seeds 1 and 2 (vanilla p_class 0.52 for class 1, 0.73 for class 2; 0.86 for class 0). Seed 0 alone is
+``partial``. Numbers in the package's docstring. The only change after the first run is a ``detach`` before a
+``float`` in the history log (a warning, no effect on results).
 """
 
 from __future__ import annotations
