@@ -26,7 +26,16 @@ validation R@1.
 The MiniLM text encoder is not used (quick mode is synthetic; the ``full`` mode is a larger synthetic run, not
 the paper's DINOv2 + sentence-encoder set-up): missing, see the issue's closing notes.
 
-Quick verdict (3 seeds): not yet measured.
+Quick verdict (3 seeds, revision 1; set-up unchanged after seeing results): ``partial``.
+Test R@1 gain of SpecAlign over InfoNCE at 50 pairs +0.033 / +0.051 / +0.063 (seeds 0/1/2; control: InfoNCE
+from another initialisation -0.015 / -0.014 / +0.014, fails, so the threshold discriminates); at 200 pairs
+-0.048 / +0.001 / +0.015 (fails 4 of 5); SpecAlign minus RBF-MMD -0.015 / -0.056 / -0.020 (fails: RBF-MMD is
+better in every seed). Floors pass (InfoNCE R@1 at 200 pairs 0.66 / 0.75 / 0.77; no non-finite run).
+Of note: fixed isotropic Gaussian queries beat SDRS at 50 pairs in every seed (gain +0.044 / +0.066 / +0.093),
+and the STRUCTURE-style regulariser is the strongest baseline at 200 pairs (R@1 0.71 / 0.83 / 0.86 vs SpecAlign
+0.62 / 0.75 / 0.78). At 50 pairs the weight of the added term was selected at the upper edge (10) for MMD, CF
+and SpecAlign: the grid may be too narrow for them (not widened after seeing this). Quick mode: about 50 s CPU
+per seed (115-206 s wall under contention).
 """
 
 from __future__ import annotations
