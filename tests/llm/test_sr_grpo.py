@@ -165,11 +165,49 @@ def test_compact_grpo_moves_the_policy_towards_the_rewarded_token(tiny):
         CompactGRPO(policy, lambda *a: None, group_size=1)
 
 
-def test_trl_grpo_trainer_accepts_the_reward():
+def test_trl_grpo_trainer_trains_a_tiny_model_with_the_reward(tmp_path):
+    """One real ``trl.GRPOTrainer`` step on a tiny Llama with the stable-rank reward as its only reward."""
     pytest.importorskip("trl")
-    import inspect
+    pytest.importorskip("datasets")
+    from datasets import Dataset
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+    from trl import GRPOConfig, GRPOTrainer
 
-    from trl import GRPOTrainer
+    vocab = {"<pad>": 0, "<eos>": 1, **{chr(ord("a") + i): i + 2 for i in range(24)}}
+    backend = Tokenizer(models.WordLevel(vocab, unk_token="<pad>"))
+    backend.pre_tokenizer = pre_tokenizers.Split("", behavior="isolated")  # one token per character
+    tok = PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="<pad>", eos_token="<eos>")
+    tok.padding_side = "left"
+    policy = build_tiny_lm(26, d_model=16, n_layers=1, n_heads=2, max_positions=32, seed=0)
+    reward = StableRankReward(build_tiny_lm(26, d_model=16, n_layers=1, n_heads=2, max_positions=32, seed=1), tok)
+    seen: list[tuple[list, list]] = []
 
-    assert "reward_funcs" in inspect.signature(GRPOTrainer).parameters
-    assert callable(StableRankReward(build_tiny_lm(26, d_model=16, n_layers=1, n_heads=2, seed=0)))
+    def spy(prompts, completions, completion_ids=None, **kw):
+        out = reward(prompts=prompts, completions=completions, completion_ids=completion_ids, **kw)
+        seen.append((list(completion_ids), out))
+        return out
+
+    spy.__name__ = reward.__name__
+    cfg = GRPOConfig(
+        output_dir=str(tmp_path),
+        max_steps=1,
+        per_device_train_batch_size=4,
+        num_generations=2,
+        max_completion_length=4,
+        learning_rate=1e-2,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        bf16=False,
+    )
+    ds = Dataset.from_dict({"prompt": ["abc", "bcd", "cde", "def"]})
+    trainer = GRPOTrainer(model=policy, reward_funcs=[spy], args=cfg, train_dataset=ds, processing_class=tok)
+    before = [p.detach().clone() for p in policy.parameters()]
+    trainer.train()
+    assert seen, "GRPOTrainer never called the reward"
+    for ids, scores in seen:
+        assert len(ids) == len(scores) == 4
+        for c, s in zip(ids, scores):  # 1 <= stable rank <= number of completion tokens
+            assert 1 - 1e-9 <= s <= len(c) + 1e-9
+    assert any(not torch.equal(a, b) for a, b in zip(before, policy.parameters())), "the policy did not move"

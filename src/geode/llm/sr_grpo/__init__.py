@@ -49,8 +49,8 @@ every selector but correctness does best when it changes the least. A tiny LM st
 far from the 1.5B-8B models of the paper, whose representations may carry the signal that this one does
 not; the check says only that the signal does not emerge at this scale.
 
-No authors' code was read (the issue names none). TRL is not installed in the development environment;
-:class:`StableRankReward` follows TRL 1.16's reward-function call convention as documented.
+No authors' code was read (the issue names none). TRL 1.16 is part of the ``llm`` extra: the tests run one
+real ``trl.GRPOTrainer`` step on a tiny Llama with :class:`StableRankReward` as its only reward.
 """
 
 from __future__ import annotations
