@@ -79,6 +79,16 @@ selected on the test streams.
 Old verdict (revision 1, seed 0): not reproduced (mean -33% vs FCFS at "load 0.8", -81% at "1.2"; p99 over
 FCFS above 1; 1-bit/SVF mean 3.08 at overload; batch CR <= 2.6, which FCFS also met). Seeds 1 and 2 gave
 -15% and -18% at "load 0.8" (the audit).
+
+Quick verdict (revision 2, seeds 0-2 = 6 streams, measured once with the thresholds above): **not reproduced**,
+every seed alike; floors met (every policy keeps up, load within 3 points, serQ's inequality holds); about 20 CPU-s
+per seed. SVF's mean latency is 3% / 2% / 2% below FCFS's at 70% of capacity and 28% / 22% / 31% below at 90%
+(bound95 0.016 and 0.19 against 0.20); against SJF only 1% at 70% and 5-7% at 90% (bound95 0.005, 0.035): the
+20% claim fails against both baselines at 70% and against SJF at 90%. p99 over FCFS 0.93 / 1.05 / 1.02 at 70% and
+0.90 / 1.16 / 0.95 at 90% (bound95 1.10, 1.24: fails); over SJF 0.90-0.95 and 0.76-0.84 (passes). 1-bit SVF (the
+paper's reading) is within 2-4% of SVF (passes); the adversarial search finds SVF/OPT 1.06-1.12 against FCFS's 5.18
+(passes, and its control fails it). Every control fails its threshold. SVF's advantage appears only near
+saturation; at 70% of capacity a memory-constrained server rarely queues long enough for the order to matter.
 """
 
 from __future__ import annotations
