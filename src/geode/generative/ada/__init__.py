@@ -5,7 +5,8 @@ using Adversarial Distribution Alignment", arXiv 2604.01169 (code not public). A
 is aligned to unpaired experimental samples of several observables: one discriminator per observable supplies
 the log density-ratio reward, a KL term keeps the model close to the base.
 
-**Components** (:mod:`geode.generative.ada.alignment`): :class:`RealNVP`, :func:`fit_flow`,
+**Components** (:mod:`geode.generative.ada.alignment`): :class:`RealNVP`, :class:`ZukoFlow` (any zuko flow, e.g. a
+neural spline flow, as base model and generator; extra ``flows``), :func:`fit_flow`,
 :class:`ObservableDiscriminator`, :class:`ADA`, baselines :class:`MomentMatching` and :func:`maxent_reweight`;
 the toy system :class:`DoubleWell` and :func:`toy_observables` (:mod:`geode.generative.ada.toy`). The set-up,
 floors and controls of the claim check are in :mod:`.claim`.
@@ -36,6 +37,7 @@ from geode.generative.ada.alignment import (
     MomentMatching,
     ObservableDiscriminator,
     RealNVP,
+    ZukoFlow,
     fit_flow,
     maxent_reweight,
 )
@@ -47,6 +49,7 @@ __all__ = [
     "MomentMatching",
     "ObservableDiscriminator",
     "RealNVP",
+    "ZukoFlow",
     "fit_flow",
     "maxent_reweight",
     "toy_observables",

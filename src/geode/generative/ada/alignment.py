@@ -14,8 +14,9 @@ flow's exact log-density. Its fixed point is :math:`\mu\propto\mu_{base}\prod_i 
 of the base onto the set of distributions with the experimental observable marginals.
 
 Components: :class:`RealNVP` (our own small affine-coupling normalising flow for the base model and the
-generator), :class:`ObservableDiscriminator` (the per-observable appraiser), :class:`ADA` (the alignment
-loop), :func:`fit_flow` (maximum likelihood), :func:`maxent_reweight` and :class:`MomentMatching` (baselines).
+generator), :class:`ZukoFlow` (any `zuko <https://github.com/probabilists/zuko>`_ flow, e.g. a neural spline
+flow, behind the same interface; extra ``flows``), :class:`ObservableDiscriminator` (the per-observable
+appraiser), :class:`ADA` (the alignment loop), :func:`fit_flow` (maximum likelihood), :func:`maxent_reweight` and :class:`MomentMatching` (baselines).
 
 Inferred details (the paper's code is not public): the flow (affine couplings with tanh-bounded log-scales and
 alternating masks), discriminator width, equal numbers of discriminator and generator steps by default
@@ -34,7 +35,7 @@ import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["ADA", "MomentMatching", "ObservableDiscriminator", "RealNVP", "fit_flow", "maxent_reweight"]
+__all__ = ["ADA", "MomentMatching", "ObservableDiscriminator", "RealNVP", "ZukoFlow", "fit_flow", "maxent_reweight"]
 
 Observable = Callable[[torch.Tensor], torch.Tensor]
 
@@ -132,25 +133,98 @@ class RealNVP(nn.Module):
         return self.rsample_and_log_prob(n, generator)[0]
 
 
-def fit_flow(data: np.ndarray, steps: int = 1500, lr: float = 3e-3, batch: int = 512, seed: int = 0, **kw) -> RealNVP:
-    """Fit a :class:`RealNVP` to ``data`` (n, d) by maximum likelihood (Adam, cosine schedule)."""
+class ZukoFlow(nn.Module):
+    r"""A `zuko <https://github.com/probabilists/zuko>`_ normalising flow behind the interface :class:`ADA` uses.
+
+    ``ZukoFlow(dim, kind="NSF", **kw)`` builds ``zuko.flows.<kind>(dim, **kw)`` (neural spline flow by default;
+    ``"MAF"``, ``"RealNVP"``, ... work too) in float64, with the same affine standardisation as
+    :class:`RealNVP`: :math:`x = loc + scale\odot y`, :math:`\log q(x) = \log q_y((x - loc)/scale) -
+    \sum\log scale`. It exposes ``dim``, ``log_prob``, ``rsample_and_log_prob`` and ``sample``, so it can be
+    the base model and the generator of :class:`ADA` and :class:`MomentMatching` and be fitted by
+    :func:`fit_flow`. zuko draws from torch's global generator: the ``generator`` arguments are accepted and
+    ignored (:class:`ADA` and :func:`fit_flow` seed torch's global generator, so runs stay deterministic).
+
+    Parameters
+    ----------
+    dim : int
+        Dimension (>= 1).
+    kind : str
+        Name of a flow class in ``zuko.flows``.
+    loc, scale : array-like, optional
+        Affine standardisation applied last (set from the training data by :func:`fit_flow`).
+    **kw
+        Passed to the zuko flow (e.g. ``transforms=3, hidden_features=(32, 32)``).
+    """
+
+    def __init__(self, dim: int = 2, kind: str = "NSF", loc=None, scale=None, **kw) -> None:
+        super().__init__()
+        try:
+            import zuko
+        except ImportError as e:  # pragma: no cover - exercised only without the extra
+            raise ImportError("ZukoFlow needs zuko: pip install 'geode[flows]'") from e
+        if dim < 1:
+            raise ValueError(f"dim must be >= 1; got {dim}")
+        if not hasattr(zuko.flows, kind):
+            raise ValueError(f"kind must name a flow in zuko.flows (e.g. 'NSF', 'MAF'); got {kind!r}")
+        self.dim = dim
+        self.flow = getattr(zuko.flows, kind)(dim, **kw)
+        self.register_buffer("loc", torch.zeros(dim) if loc is None else torch.as_tensor(loc, dtype=torch.float64))
+        self.register_buffer(
+            "scale", torch.ones(dim) if scale is None else torch.as_tensor(scale, dtype=torch.float64)
+        )
+        self.double()
+
+    def log_prob(self, x: torch.Tensor) -> torch.Tensor:
+        if x.ndim != 2 or x.shape[1] != self.dim:
+            raise ValueError(f"x must have shape (n, {self.dim}); got {tuple(x.shape)}")
+        return self.flow().log_prob((x - self.loc) / self.scale) - torch.log(self.scale).sum()
+
+    def rsample_and_log_prob(
+        self, n: int, generator: torch.Generator | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Reparameterised samples and their exact log-density (``generator`` is ignored, see the class)."""
+        y, lp = self.flow().rsample_and_log_prob((n,))
+        return self.loc + self.scale * y, lp - torch.log(self.scale).sum()
+
+    @torch.no_grad()
+    def sample(self, n: int, generator: torch.Generator | None = None) -> torch.Tensor:
+        return self.rsample_and_log_prob(n, generator)[0]
+
+
+def fit_flow(
+    data: np.ndarray,
+    steps: int = 1500,
+    lr: float = 3e-3,
+    batch: int = 512,
+    seed: int = 0,
+    flow: str = "realnvp",
+    **kw,
+) -> nn.Module:
+    """Fit a flow to ``data`` (n, d) by maximum likelihood (Adam, cosine schedule).
+
+    ``flow="realnvp"`` fits our :class:`RealNVP`; any other value is a zuko flow class name (``"NSF"``,
+    ``"MAF"``, ...) fitted as a :class:`ZukoFlow` (extra ``flows``). ``**kw`` go to the flow's constructor.
+    """
     data = np.asarray(data, float)
     if data.ndim != 2 or len(data) < 2:
         raise ValueError(f"data must have shape (n >= 2, d); got {data.shape}")
     torch.manual_seed(seed)
-    flow = RealNVP(data.shape[1], loc=data.mean(0), scale=data.std(0), **kw)
+    if flow == "realnvp":
+        model: nn.Module = RealNVP(data.shape[1], loc=data.mean(0), scale=data.std(0), **kw)
+    else:
+        model = ZukoFlow(data.shape[1], kind=flow, loc=data.mean(0), scale=data.std(0), **kw)
     x = torch.as_tensor(data)
-    opt = torch.optim.Adam(flow.parameters(), lr=lr)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
     g = torch.Generator().manual_seed(seed)
     for _ in range(steps):
         idx = torch.randint(len(x), (batch,), generator=g)
-        loss = -flow.log_prob(x[idx]).mean()
+        loss = -model.log_prob(x[idx]).mean()
         opt.zero_grad()
         loss.backward()
         opt.step()
         sched.step()
-    return flow
+    return model
 
 
 class ObservableDiscriminator(nn.Module):
@@ -193,8 +267,9 @@ class ADA:
 
     Parameters
     ----------
-    base : RealNVP
-        The pre-trained base model :math:`\mu_{base}` (kept frozen; the generator starts as its copy).
+    base : RealNVP or ZukoFlow
+        The pre-trained base model :math:`\mu_{base}` (kept frozen; the generator starts as its copy). Any
+        module with ``dim``, ``log_prob``, ``rsample_and_log_prob`` and ``sample`` works.
     observables : dict of name -> callable
         Each maps a batch ``(n, d)`` tensor to ``(n,)`` (differentiably).
     beta : float
