@@ -16,7 +16,8 @@ of the base onto the set of distributions with the experimental observable margi
 Components: :class:`RealNVP` (our own small affine-coupling normalising flow for the base model and the
 generator), :class:`ZukoFlow` (any `zuko <https://github.com/probabilists/zuko>`_ flow, e.g. a neural spline
 flow, behind the same interface; extra ``flows``), :class:`ObservableDiscriminator` (the per-observable
-appraiser), :class:`ADA` (the alignment loop), :func:`fit_flow` (maximum likelihood), :func:`maxent_reweight` and :class:`MomentMatching` (baselines).
+appraiser), :class:`ADA` (the alignment loop), :func:`fit_flow` (maximum likelihood), :func:`maxent_reweight`
+and :class:`MomentMatching` (baselines).
 
 Inferred details (the paper's code is not public): the flow (affine couplings with tanh-bounded log-scales and
 alternating masks), discriminator width, equal numbers of discriminator and generator steps by default
