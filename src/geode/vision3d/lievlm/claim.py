@@ -37,6 +37,27 @@ own unrouted ablation, so revision 2 adds a *diagnostic* arm, reported and never
 projection ``P`` starts at the drift's true triplet basis (``lie_qinit``), tuned like the others, to tell "the
 group action cannot help here" from "the block does not find the basis in which the drift is a rotation".
 Thresholds, floors, controls and the other arms are unchanged.
+
+Quick verdict (3 seeds, revision 2; revision 1 gave the same verdict and the same numbers): ``not reproduced``,
+all three seeds alike. Seeds 0 / 1 / 2:
+
+- in-distribution test accuracy: additive 0.974 / 0.957 / 0.970, LieVLM 0.958 / 0.933 / 0.941 (``id_gap`` -0.016
+  / -0.024 / -0.029: fails the 0.02 bound; control semantics-only -0.55, fails);
+- severe bin (70-90 degrees): additive 0.731 / 0.423 / 0.865, LieVLM 0.719 / 0.398 / 0.843; drops 0.243 / 0.534 /
+  0.105 (additive) vs 0.239 / 0.535 / 0.098 (LieVLM): ``drop_margin`` -0.118 / -0.268 / -0.045 (fails;
+  controls: unrouted -0.186 / -0.268 / -0.036, additive replicate -0.119 / -0.284 / -0.029, both fail);
+- ``severe_margin`` -0.012 / -0.025 / -0.022 (fails; controls: unrouted -0.098 / -0.024 / -0.013, additive
+  replicate +0.005 / -0.007 / +0.020, which also fails the bound);
+- floors pass (additive and LieVLM ID >= 0.93, nothing non-finite). Strongest baseline in the severe bin:
+  additive (seeds 0, 2) and the MLP fusion (seed 1, 0.433); LieVLM trails it by 0.012 / 0.035 / 0.022.
+  Geometry as extra tokens did not learn the task in 350 steps (ID 0.41-0.43, near semantics-only's 0.42).
+- Diagnostic (P at the true basis): ID 0.969 / 0.951 / 0.939, severe 0.631 / 0.371 / 0.860, drop 0.338 / 0.580
+  / 0.079: no more robust. The transformer head solves the 0-30 degree training range without the group action,
+  so nothing in training makes the rotation states invert the drift; the inductive bias is present (tests show
+  the block can undo a rotation exactly) but not selected by in-distribution training at this scale.
+
+Additive fusion's learning rate was selected at the extended upper edge (0.033) in every seed. Quick mode: 82 /
+82 / 90 CPU s per seed (240-320 s wall under contention).
 """
 
 from __future__ import annotations
