@@ -44,7 +44,7 @@ control 0.369 / 0.401 / 0.356; ceiling 0.134 / 0.144 / 0.121. Bridge-AD beats so
 +0.001 / +0.022 / +0.008 only, within the noise of 1,000 test scenes (a standard error of about 0.015; control
 +0.034 / -0.001 / -0.005, fails). It beats DANN and source-only on L2 in seed 1 only (margin -0.014 / +0.025 /
 -0.046) and on collisions in seeds 1 and 2 (-0.020 / +0.007 / +0.008). The strongest baseline is DeepCORAL on
-collisions in every seed and on L2 in seed 2. All the adaptation methods close only 7-13% of the gap to the
+collisions in every seed and on L2 in seed 2. The adaptation methods close only 3-16% of the gap to the
 target-supervised ceiling. Floors pass: source-only's source L2 is 0.35-0.43 x the mean trajectory's; its target
 L2 is 2.8-3.7 x its source L2; the expert never collides. Selected at a grid edge: source-only's learning rate
 in every seed (2e-3 upper in seeds 0-1, 5e-4 lower in seed 2) and Bridge-AD's weight (1.0, upper) in seeds 1-2;
