@@ -185,9 +185,9 @@ def verify_greedy(tree: DraftTree, target_argmax: Sequence[int]) -> tuple[list[i
         path.append(node)
 
 
-def acceptance_probs(p: np.ndarray, candidates: Sequence[int], proposals: Sequence[Any] | None = None) -> tuple[
-    np.ndarray, np.ndarray
-]:
+def acceptance_probs(
+    p: np.ndarray, candidates: Sequence[int], proposals: Sequence[Any] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Outcome probabilities of multi-candidate speculative sampling at one node.
 
     Parameters
@@ -237,9 +237,7 @@ def acceptance_probs(p: np.ndarray, candidates: Sequence[int], proposals: Sequen
     return accept, r
 
 
-def verify_sampling(
-    tree: DraftTree, target_probs: np.ndarray, rng: np.random.Generator
-) -> tuple[list[int], int]:
+def verify_sampling(tree: DraftTree, target_probs: np.ndarray, rng: np.random.Generator) -> tuple[list[int], int]:
     """Lossless sampling verification of a draft tree (recursive multi-candidate rejection sampling).
 
     ``target_probs[i]`` is the target's (temperature-scaled) next-token distribution after node ``i``.
@@ -267,7 +265,9 @@ def verify_sampling(
 
 # ---------------------------------------------------------------------------------------------- target + cache
 def _forward(model: Any, ids: Any, cache: Any, mask: Any = None, pos: Any = None) -> Any:
-    return model(input_ids=ids, cache=cache, use_cache=True, attention_mask=mask, position_ids=pos, output_hidden_states=True)
+    return model(
+        input_ids=ids, cache=cache, use_cache=True, attention_mask=mask, position_ids=pos, output_hidden_states=True
+    )
 
 
 class TargetSession:

@@ -229,8 +229,11 @@ class _BlockDrafter(_DrafterBase):
         """One call: hidden states ``(N, K, d)`` and logits ``(N, K, V)`` of the K slots after each start."""
         n = cond.shape[0]
         x = torch.cat(
-            [cond.unsqueeze(1).expand(n, self.K, -1), self.emb(tok).unsqueeze(1).expand(n, self.K, -1),
-             self.pos_query.unsqueeze(0).expand(n, -1, -1)],
+            [
+                cond.unsqueeze(1).expand(n, self.K, -1),
+                self.emb(tok).unsqueeze(1).expand(n, self.K, -1),
+                self.pos_query.unsqueeze(0).expand(n, -1, -1),
+            ],
             dim=-1,
         )
         h = self.in_proj(x)
@@ -401,9 +404,9 @@ def _soft_ce(logits: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
     return -(p * F.log_softmax(logits, -1)).sum(-1)
 
 
-def _rank_loss(rank_logits: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor, budget_per_class: int) -> tuple[
-    torch.Tensor, torch.Tensor
-]:
+def _rank_loss(
+    rank_logits: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor, budget_per_class: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Rank loss of one slot: smoothed soft CE x distance weight x frequency reweighting; returns (sum, weight)."""
     c = torch.arange(4, dtype=torch.float32)
     diff = labels.float().unsqueeze(-1) - c

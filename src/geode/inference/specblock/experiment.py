@@ -18,14 +18,23 @@ __all__ = ["DrafterData", "evaluate_drafter", "make_drafter_data", "text_prompts
 
 
 def train_target(
-    ids: np.ndarray, vocab: int, *, steps: int, seed: int, d_model: int = 128, n_layers: int = 4, seq: int = 64,
-    batch: int = 32, lr: float = 3e-3,
+    ids: np.ndarray,
+    vocab: int,
+    *,
+    steps: int,
+    seed: int,
+    d_model: int = 128,
+    n_layers: int = 4,
+    seq: int = 64,
+    batch: int = 32,
+    lr: float = 3e-3,
 ) -> Any:
     """A tiny Llama char-LM trained with AdamW on random windows of ``ids`` (cosine-free linear decay)."""
     from geode.models.tiny_lm import build_tiny_lm
 
-    model = build_tiny_lm(vocab, d_model=d_model, n_layers=n_layers, n_heads=4, n_kv_heads=2, max_positions=256,
-                          seed=seed)
+    model = build_tiny_lm(
+        vocab, d_model=d_model, n_layers=n_layers, n_heads=4, n_kv_heads=2, max_positions=256, seed=seed
+    )
     rng = np.random.default_rng([seed, 11])
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda t: min(1.0, (t + 1) / 20) * max(0.05, 1 - t / max(steps, 1)))
@@ -43,7 +52,7 @@ def train_target(
 
 
 def text_prompts(ids: np.ndarray, n: int, length: int, rng: np.random.Generator) -> list[list[int]]:
-    """``n`` random windows of ``length`` tokens of ``ids``, each starting after a space (a word boundary)."""
+    """``n`` windows of ``length`` tokens of ``ids`` at uniformly random starts (drawn from ``rng``)."""
     out = []
     while len(out) < n:
         a = int(rng.integers(0, len(ids) - length - 1))
@@ -102,8 +111,15 @@ def make_drafter_data(
 
 
 def train_drafter(
-    drafter: torch.nn.Module, data: DrafterData, *, steps: int, lr: float, batch: int = 64, j: int = 8,
-    seed: int = 0, **loss_kw: Any,
+    drafter: torch.nn.Module,
+    data: DrafterData,
+    *,
+    steps: int,
+    lr: float,
+    batch: int = 64,
+    j: int = 8,
+    seed: int = 0,
+    **loss_kw: Any,
 ) -> list[float]:
     """AdamW on random windows of ``data`` (``j`` future positions each); returns the loss of every step."""
     steps = check_int("steps", steps, low=0)
@@ -132,15 +148,22 @@ def train_drafter(
 
 
 def evaluate_drafter(
-    target: Any, drafter: Any, prompts: Sequence[Sequence[int]], max_new: int, budget: int, *,
-    temperature: float = 0.0, seed: int = 0,
+    target: Any,
+    drafter: Any,
+    prompts: Sequence[Sequence[int]],
+    max_new: int,
+    budget: int,
+    *,
+    temperature: float = 0.0,
+    seed: int = 0,
 ) -> tuple[SpecStats, list[list[int]]]:
     """Speculative decoding of every prompt; merged statistics and the outputs."""
     st = SpecStats()
     outs = []
     for i, p in enumerate(prompts):
-        out, s = speculative_decode(target, drafter, p, max_new, budget=budget, temperature=temperature,
-                                    seed=[seed, i])
+        out, s = speculative_decode(
+            target, drafter, p, max_new, budget=budget, temperature=temperature, seed=[seed, i]
+        )
         st.merge(s)
         outs.append(out)
     return st, outs
