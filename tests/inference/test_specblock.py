@@ -225,19 +225,30 @@ def test_tree_sizes_respect_budget_and_call_counts(target):
 
 
 def test_layer_wise_shift_carries_previous_slot_only(target):
-    """With the shift, slot k's output depends on slot k-1 through layer 2 even without attention; slot 0 never
-    depends on later slots (causality)."""
-    d = SpecBlockDrafter(target, n_layers=2)
+    """Without slot attention, a 2-layer block's slot k sees exactly slot k-1 through the one shift; without the
+    shift the slots are independent; with attention, no slot sees a later one (causality)."""
+
+    def perturb(d, slot):
+        cond, tok = torch.randn(1, d.d, generator=torch.Generator().manual_seed(0)), torch.tensor([3])
+        h1, _ = d.block(cond, tok)
+        with torch.no_grad():
+            d.pos_query[slot] += 1.0
+        h2, _ = d.block(cond, tok)
+        return [not torch.allclose(h1[0, k], h2[0, k], atol=1e-6) for k in range(d.K)]
+
+    torch.manual_seed(0)
+    d = SpecBlockDrafter(target, k=4, n_layers=2)
     for lin in d.shift_proj:
         torch.nn.init.normal_(lin.weight, std=0.1)
-    cond = torch.randn(1, d.d)
-    tok = torch.tensor([3])
-    h1, _ = d.block(cond, tok)
-    with torch.no_grad():
-        d.pos_query[2] += 1.0  # perturb slot 2's input
-    h2, _ = d.block(cond, tok)
-    assert torch.allclose(h1[0, :2], h2[0, :2], atol=1e-6)  # earlier slots unchanged
-    assert not torch.allclose(h1[0, 3], h2[0, 3], atol=1e-4)  # a later slot sees it
+    for layer in d.layers:
+        layer.slot_attention = False
+    assert perturb(d, 1) == [False, True, True, False]
+    d = SpecBlockDrafter(target, k=4, n_layers=2, shift=False)
+    for layer in d.layers:
+        layer.slot_attention = False
+    assert perturb(d, 1) == [False, True, False, False]
+    d = SpecBlockDrafter(target, k=4, n_layers=2)
+    assert perturb(d, 2) == [False, False, True, True]
 
 
 def test_rank_buckets_and_features():
