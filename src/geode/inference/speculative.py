@@ -29,7 +29,11 @@ positions ``n_ctx - 1 + depth``), then walks the tree from the root:
 KV cache: :class:`TargetSession` keeps a Hugging Face ``DynamicCache`` of the committed tokens except the
 last one (the next tree's root); after verification it keeps the entries of the accepted path and drops
 the rejected branches (a gather along the sequence axis of every layer). Tree attention is an additive 4-D
-mask, supported by the HF Llama / Qwen / GPT-2 families in ``transformers`` >= 4.38.
+mask with explicit position ids; tested on HF Llama (the tiny LMs of :mod:`geode.models` and SmolLM2's
+architecture), ``transformers`` 5.x ``DynamicCache`` (``cache.layers[i].keys``).
+
+Not moved from :mod:`geode.inference.spirit`: its decoding is chain-only, cache-free and tied to layer
+skipping; this module is the general core, and SPIRIT is left as it is.
 
 Acceptance statistics (:class:`SpecStats`): the acceptance length :math:`\tau` (tokens emitted per target
 forward, accepted draft tokens + 1), drafter calls and modeled drafter cost per iteration.

@@ -7,6 +7,11 @@ network, top-4), both cut to the same 16-node budget. Untrained rank heads branc
 the mechanics; the claim measures trained drafters with a cost model. CPU wall time of tiny networks is
 dominated by per-call Python and kernel-launch overhead, the same regime that makes fewer drafter calls pay
 on a GPU at batch 1.
+
+Measured (quick, one loaded core, 7 interleaved repetitions): SpecBlock's drafting step 0.60x [0.17-2.08] the
+speed of the EAGLE-like one (slower on the CPU: its calls run twice the layers plus the rank head, and the
+untrained rank head's branching varies) and 0.31x [0.08-0.37] of the parallel drafter's; peak memory below
+the RSS resolution on every side (0.03 MiB vs 0.02 MiB).
 """
 
 from __future__ import annotations
