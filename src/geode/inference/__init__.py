@@ -9,17 +9,34 @@
 * :mod:`geode.inference.chord`: a chiplet-GPU kernel-DAG simulator and CHoRD's joint scheduling and data
   placement, with RR, CLAP and LADM (paper ``chord``);
 * :mod:`geode.inference.spirit`: layer-skipping self-speculative decoding with lossless greedy verification,
-  and SPIRIT-like and SWIFT-like skip-set policies on a shifting request stream (paper ``spirit``).
+  and SPIRIT-like and SWIFT-like skip-set policies on a shifting request stream (paper ``spirit``);
+* :mod:`geode.inference.speculative`: the speculative-decoding core: draft trees, lossless greedy and sampling
+  tree verification, a KV-cached target session for HF causal LMs, acceptance statistics, a cost model;
+* :mod:`geode.inference.specblock`: SpecBlock's block-iterative drafter with EAGLE-like and Medusa-like
+  drafters and the cost-aware bandit (paper ``specblock``).
 """
 
 from __future__ import annotations
 
 from geode.inference import chord as _chord
+from geode.inference import specblock as _specblock
 from geode.inference import spirit as _spirit
 from geode.inference import svf as _svf
 from geode.inference.bounds import adversarial_batch_ratio, batch_lower_bound, optimal_batch_cost
 from geode.inference.chord import *  # noqa: F403
 from geode.inference.serving import FCFS, SJF, CostModel, Policy, SimResult, Workload, simulate, volume
+from geode.inference.specblock import *  # noqa: F403
+from geode.inference.speculative import (
+    DraftTree,
+    SpecCostModel,
+    SpecStats,
+    TargetSession,
+    acceptance_probs,
+    autoregressive_decode,
+    speculative_decode,
+    verify_greedy,
+    verify_sampling,
+)
 from geode.inference.spirit import *  # noqa: F403
 from geode.inference.svf import *  # noqa: F403
 from geode.inference.workloads import (
@@ -37,11 +54,17 @@ __all__ = [
     "SJF",
     "TRACES",
     "CostModel",
+    "DraftTree",
     "Policy",
     "SimResult",
+    "SpecCostModel",
+    "SpecStats",
+    "TargetSession",
     "Workload",
+    "acceptance_probs",
     "adversarial_batch_ratio",
     "arrival_times",
+    "autoregressive_decode",
     "batch_lower_bound",
     "load_trace",
     "measured_capacity",
@@ -49,8 +72,11 @@ __all__ = [
     "predict_output_lengths",
     "rate_for_load",
     "simulate",
+    "speculative_decode",
     "synthetic_workload",
+    "verify_greedy",
+    "verify_sampling",
     "volume",
 ]
 # every paper's public names, re-exported (ARCHITECTURE.md: public names)
-__all__ += [*_svf.__all__, *_chord.__all__, *_spirit.__all__]
+__all__ += [*_svf.__all__, *_chord.__all__, *_spirit.__all__, *_specblock.__all__]
