@@ -1,0 +1,3 @@
+"""PDE surrogate pre-training on 3D geometries (placeholder docstring)."""
+
+from __future__ import annotations
