@@ -216,6 +216,7 @@ class Mesh:
         self.L, self.mass = cotan_laplacian(v, f)
         self.normals = vertex_normals(v, f)
         self._eig: tuple[np.ndarray, np.ndarray] | None = None
+        self._edges: np.ndarray | None = None
 
     @property
     def n_vertices(self) -> int:
@@ -226,10 +227,12 @@ class Mesh:
         return float(self.mass.sum())
 
     def edges(self) -> np.ndarray:
-        """Undirected edges ``(e, 2)`` with ``i < j``, sorted."""
-        f = self.faces
-        e = np.sort(np.concatenate([f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]]), axis=1)
-        return np.unique(e, axis=0)
+        """Undirected edges ``(e, 2)`` with ``i < j``, sorted (cached)."""
+        if self._edges is None:
+            f = self.faces
+            e = np.sort(np.concatenate([f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]]), axis=1)
+            self._edges = np.unique(e, axis=0)
+        return self._edges.copy()
 
     def eigenpairs(self, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` smallest generalised eigenpairs of ``L phi = lambda M phi`` (all of them if ``k`` is None).

@@ -34,6 +34,7 @@ __all__ = [
     "descriptor_targets",
     "fit_curve",
     "kpp_dataset",
+    "kpp_pairs",
     "node_features",
     "poisson_dataset",
     "relative_errors",
@@ -187,15 +188,13 @@ def rollout(model: torch.nn.Module, trajs: Sequence[dict[str, Any]], n_steps: in
     meshes = [t["mesh"] for t in trajs]
     u = [t["states"][0].copy() for t in trajs]
     dev = next(iter(model.parameters()), torch.zeros(())).device
+    g = collate(meshes, [np.zeros((m.n_vertices, N_FEATURES)) for m in meshes]).to(dev)  # built once
+    off = np.cumsum([0] + [m.n_vertices for m in meshes])
     with torch.no_grad():
         for _ in range(check_int("n_steps", n_steps, low=1)):
-            g = collate(
-                meshes, [node_features(t["mesh"], _kpp_cond(ui, t["kappa"], t["r"])) for t, ui in zip(trajs, u)]
-            )
-            d = model(g.to(dev)).reshape(-1).cpu().double().numpy() * INCREMENT_SCALE
-            off = np.cumsum([0] + [m.n_vertices for m in meshes])
+            x = np.concatenate([node_features(t["mesh"], _kpp_cond(v, t["kappa"], t["r"])) for t, v in zip(trajs, u)])
+            d = model(g.with_features(x)).reshape(-1).cpu().double().numpy() * INCREMENT_SCALE
             u = [ui + d[off[i] : off[i + 1]] for i, ui in enumerate(u)]
-    g = collate(meshes, [np.zeros((m.n_vertices, 1)) for m in meshes])
     pred = torch.as_tensor(np.concatenate(u))
     true = torch.as_tensor(np.concatenate([t["states"][n_steps] for t in trajs]))
     return relative_errors(pred, true, g)
