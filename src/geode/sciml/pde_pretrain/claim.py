@@ -80,17 +80,17 @@ _MODES: dict[str, dict[str, Any]] = {
         res=2,
         n_pre=48,
         n_val=12,
-        n_test=32,
+        n_test=24,
         sizes_steady=(4, 8, 16),
         sizes_transient=(2, 4, 8),
-        pre_steps=200,
+        pre_steps=150,
         pre_batch=8,
-        steps=100,
+        steps=80,
         batch=8,
         eval_every=5,
         lrs=[1e-3, 3e-3, 1e-2],
         extend=1,
-        hidden=32,
+        hidden=24,
         layers=4,
         tune_all=False,
     ),
@@ -121,6 +121,18 @@ _NAMES = {"scratch": "scratch", "pre": "pre-trained", "ctrl": "pre-trained on sh
 
 def _scored(r: dict[str, Any]) -> tuple[float, dict[str, Any]]:
     return r["val"], r
+
+
+def _test_curve(r: dict[str, Any]) -> None:
+    """The test-error curve of a selected run, from its checkpoints (only selected runs are evaluated on test)."""
+    import copy
+
+    net = copy.deepcopy(r["model"])
+    curve = []
+    for step, state in r.get("checkpoints", []):
+        net.load_state_dict(state)
+        curve.append((step, r["evaluate"](net)))
+    r["curve"] = curve or [(0, r["test"])]
 
 
 def _epochs_ratio(curve: list[tuple[int, float]], target: float, total: int) -> float:
@@ -274,12 +286,12 @@ def _steady(ctx: _Ctx, out: dict[str, Any]) -> None:
                 lambda s: (gtr, ytr),
                 steps=steps,
                 lr=lr,
-                evaluate=lambda net: float(_errors(net, gte, yte).mean()),
-                eval_every=cfg["eval_every"],
+                checkpoint_every=cfg["eval_every"],
                 seed=seed,
             )
             r["val"] = float(_errors(model, gva, yva).mean()) if r["finite"] else float("inf")
-            r["test"] = r["curve"][-1][1] if r["finite"] else float("inf")
+            r["test"] = float(_errors(model, gte, yte).mean()) if r["finite"] else float("inf")
+            r["model"], r["evaluate"] = model, lambda net: float(_errors(net, gte, yte).mean())
             return r
 
         if small or cfg["tune_all"]:
@@ -296,6 +308,8 @@ def _steady(ctx: _Ctx, out: dict[str, Any]) -> None:
         else:
             best = {m: run_one(m, tuned_lr[m]) for m in methods}
         out["nonfinite"] += sum(not best[m]["finite"] for m in methods)
+        for m in methods:
+            _test_curve(best[m])
         mets = out["metrics"]
         for m in methods:
             mets[f"steady_{m}_err_{n}"] = best[m]["test"]
@@ -430,11 +444,11 @@ def _transient(ctx: _Ctx, out: dict[str, Any]) -> None:
             steps=steps,
             lr=lr,
             seed=seed,
-            eval_every=cfg["eval_every"],
-            evaluate=lambda net: float(rollout(net, test, ROLLOUT).mean()),
+            checkpoint_every=cfg["eval_every"],
         )
         r["val"] = float(rollout(model, val, ROLLOUT).mean()) if r["finite"] else float("inf")
-        r["test"] = r["curve"][-1][1] if r["finite"] else float("inf")
+        r["test"] = float(rollout(model, test, ROLLOUT).mean()) if r["finite"] else float("inf")
+        r["model"], r["evaluate"] = model, lambda net: float(rollout(net, test, ROLLOUT).mean())
         return r
 
     tuned_lr: dict[str, float] = {}
@@ -458,6 +472,7 @@ def _transient(ctx: _Ctx, out: dict[str, Any]) -> None:
             best = {m: run_one(m, tuned_lr[m], n) for m in methods}
         out["nonfinite"] += sum(not best[m]["finite"] for m in methods)
         for m in methods:
+            _test_curve(best[m])
             mets[f"transient_{m}_err_{n}"] = best[m]["test"]
             out["table"].append(
                 {

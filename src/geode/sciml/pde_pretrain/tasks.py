@@ -208,12 +208,16 @@ def fit_curve(
     lr: float,
     evaluate: Callable[[torch.nn.Module], float] | None = None,
     eval_every: int = 10,
+    checkpoint_every: int = 0,
     seed: int = 0,
 ) -> dict[str, Any]:
     """Train with Adam on MSE, ``batches(step) -> (graph, target)``; record ``evaluate(model)`` every few steps.
 
-    Returns ``dict(curve=[(step, error), ...], loss=final training loss, finite=bool)``. The curve starts at
-    step 0 (before any update) when ``evaluate`` is given. A non-finite loss stops training (``finite=False``).
+    Returns ``dict(curve=[(step, error), ...], loss=final training loss, finite=bool, checkpoints=[(step,
+    state_dict), ...])``. The curve starts at step 0 (before any update) when ``evaluate`` is given; with
+    ``checkpoint_every > 0`` copies of the weights are kept at step 0, every ``checkpoint_every`` steps and at the
+    end (to evaluate a curve later, e.g. only for the run that validation selects). A non-finite loss stops
+    training (``finite=False``).
     """
     n = check_int("steps", steps, low=0)
     lr = check_real("lr", lr, low=0.0, low_inclusive=False)
@@ -221,6 +225,14 @@ def fit_curve(
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(n, 1))
     curve: list[tuple[int, float]] = []
+    ckpt: list[tuple[int, dict[str, Any]]] = []
+    every = check_int("checkpoint_every", checkpoint_every, low=0)
+
+    def keep(step: int) -> None:
+        ckpt.append((step, {k: v.detach().clone() for k, v in model.state_dict().items()}))
+
+    if every:
+        keep(0)
     if evaluate is not None:
         curve.append((0, float(evaluate(model))))
     loss_v = float("nan")
@@ -229,11 +241,13 @@ def fit_curve(
         loss = torch.mean((model(g) - y) ** 2)
         loss_v = float(loss.detach())
         if not np.isfinite(loss_v):
-            return dict(curve=curve, loss=loss_v, finite=False)
+            return dict(curve=curve, loss=loss_v, finite=False, checkpoints=ckpt)
         opt.zero_grad()
         loss.backward()
         opt.step()
         sched.step()
         if evaluate is not None and (s % eval_every == 0 or s == n):
             curve.append((s, float(evaluate(model))))
-    return dict(curve=curve, loss=loss_v, finite=True)
+        if every and (s % every == 0 or s == n):
+            keep(s)
+    return dict(curve=curve, loss=loss_v, finite=True, checkpoints=ckpt)
