@@ -25,27 +25,36 @@ Added before the first run (the protocol needs them; the issue names some):
 
 Set-up (the paper is not public; notes ``pde-pretrain.md``): random closed geometries, each randomly rotated:
 deformed icospheres, superquadrics (p-norm spheres, p in [1.6, 4], axis scales in [0.6, 1.2]) and tori, 162 or
-160 vertices in quick mode. A :class:`MeshGNN` (hidden 32, 4 blocks) sees ``[p, n, c]`` per vertex.
+160 vertices in quick mode. A :class:`MeshGNN` (hidden 24, 4 blocks) sees ``[p, n, c]`` per vertex.
 
-- *Steady*: pre-training regresses z-scored [log-HKS at 8 times, H, K] on 48 geometries (200 Adam steps, 8
+- *Steady*: pre-training regresses z-scored [log-HKS at 8 times, H, K] on 48 geometries (300 Adam steps, 8
   meshes per step); the downstream task is screened Poisson (L + 2M)u = M<n, w> with a random unit w (c = (w,
   <n, w>)), fine-tuned full-batch (1 epoch = 1 step) with a fresh head on N in {4, 8, 16} labelled meshes for
-  100 epochs; error = mass-weighted relative L2 on 32 test meshes.
+  80 epochs; error = mass-weighted relative L2 on 24 test meshes.
 - *Transient*: pre-training is online heat data (:class:`HeatStream`, a fresh geometry, kappa and initial field
-  per sample; 200 steps x 8 samples); the downstream task is Fisher-KPP (kappa in [0.01, 0.04], r in [0.5, 1.5],
+  per sample; 150 steps x 8 samples); the downstream task is Fisher-KPP (kappa in [0.01, 0.04], r in [0.5, 1.5],
   dt = 0.2, IMEX ground truth) from N in {2, 4, 8} trajectories of 10 steps (10N one-step pairs, batches of 8,
-  100 steps); error = relative L2 of the 10-step autoregressive rollout on 32 test trajectories.
-- *Equal tuning*: learning rate in {1e-3, 3e-3, 1e-2} (+1 step past an edge) for scratch, pre-trained and
+  80 steps); error = relative L2 of the 10-step autoregressive rollout on 24 test trajectories.
+- *Equal tuning*: learning rate in {1e-3, 3e-3, 1e-2} (+ up to 2 steps past an edge) for scratch, pre-trained and
   control, selected on validation geometries (12) at the smallest data size; the selected rates are reused at
   the larger sizes (quick mode's budget; ``full`` tunes at every size). Cosine learning-rate decay, Adam.
-- "Epochs to reach": the first checkpoint (every 5 epochs) at which the pre-trained test error is <= the
-  scratch model's final test error, divided by the scratch epochs; 2.0 if never reached.
+- "Epochs to reach": the first checkpoint (every 5 epochs; every 10 steps in the transient regime) at which the
+  pre-trained test error is <= the scratch model's final test error, divided by the scratch epochs; 2.0 if never
+  reached.
 
 Inferred (the paper is not public): every architectural and task detail above; the pretext targets; the fixed
 feature layout (the steady pre-training leaves the 4 condition channels at zero); keeping the head in the
 transient regime (heat is Fisher-KPP with r = 0, same output) and replacing it in the steady one. ``full`` mode
 (642-vertex meshes, 1,000 pre-training geometries, 10/20/40 training meshes, tuning at every size, hidden 64)
 is written for a GPU machine (it uses CUDA when available) and was not run.
+
+Revision 1 (150 pre-training steps, ``extend=1``), seed 0 only, 96 CPU-s: ``inconclusive``, both pretext floors
+failed (descriptor R^2 0.46, heat skill 0.42 < 0.5: the pre-training was cut too short for the CPU budget, a
+set-up defect the floors were written to catch); the learning rate was selected on a grid edge after the one
+extension step (scratch: 3.3e-2 steady, 3.3e-4 transient). Seed-0 numbers then: steady N=4 gain +0.008, epoch
+ratio 0.75; transient N=2 gain +0.29, step ratio 0.44, but the shuffled-target control also gained +0.20 (step
+ratio 0.13). Revision 2 doubles the pre-training steps (300), allows two extension steps past a grid edge, and
+reports the pre-trained model's gain over the control (not judged); thresholds, floors and controls unchanged.
 """
 
 from __future__ import annotations
@@ -70,6 +79,7 @@ _MODES: dict[str, dict[str, Any]] = {
         steps=10,
         batch=4,
         eval_every=5,
+        eval_every_transient=5,
         lrs=[3e-3],
         extend=0,
         hidden=8,
@@ -83,13 +93,14 @@ _MODES: dict[str, dict[str, Any]] = {
         n_test=24,
         sizes_steady=(4, 8, 16),
         sizes_transient=(2, 4, 8),
-        pre_steps=150,
+        pre_steps=300,
         pre_batch=8,
         steps=80,
         batch=8,
         eval_every=5,
+        eval_every_transient=10,
         lrs=[1e-3, 3e-3, 1e-2],
-        extend=1,
+        extend=2,
         hidden=24,
         layers=4,
         tune_all=False,
@@ -106,6 +117,7 @@ _MODES: dict[str, dict[str, Any]] = {
         steps=500,
         batch=16,
         eval_every=10,
+        eval_every_transient=10,
         lrs=[3e-4, 1e-3, 3e-3, 1e-2],
         extend=2,
         hidden=64,
@@ -323,6 +335,7 @@ def _steady(ctx: _Ctx, out: dict[str, Any]) -> None:
                 best["ctrl"]["curve"], best["scratch"]["test"], cfg["steps"]
             )
             mets["steady_ctrl_gain"] = 1 - best["ctrl"]["test"] / best["scratch"]["test"]
+            mets["steady_gain_over_ctrl"] = 1 - best["pre"]["test"] / best["ctrl"]["test"]  # reported, not judged
             extra = int(round(cfg["pre_steps"] * cfg["pre_batch"] / n))
             mc = run_one("scratch", tuned_lr["scratch"], cfg["steps"] + extra)
             mets["steady_scratch_matched_compute_err"] = mc["test"]
@@ -444,7 +457,7 @@ def _transient(ctx: _Ctx, out: dict[str, Any]) -> None:
             steps=steps,
             lr=lr,
             seed=seed,
-            checkpoint_every=cfg["eval_every"],
+            checkpoint_every=cfg["eval_every_transient"],
         )
         r["val"] = float(rollout(model, val, ROLLOUT).mean()) if r["finite"] else float("inf")
         r["test"] = float(rollout(model, test, ROLLOUT).mean()) if r["finite"] else float("inf")
@@ -494,6 +507,7 @@ def _transient(ctx: _Ctx, out: dict[str, Any]) -> None:
                 best["ctrl"]["curve"], best["scratch"]["test"], cfg["steps"]
             )
             mets["transient_ctrl_gain"] = 1 - best["ctrl"]["test"] / best["scratch"]["test"]
+            mets["transient_gain_over_ctrl"] = 1 - best["pre"]["test"] / best["ctrl"]["test"]  # reported, not judged
             extra = cfg["pre_steps"] * cfg["pre_batch"] // cfg["batch"]
             mc = run_one("scratch", tuned_lr["scratch"], n, cfg["steps"] + extra)
             mets["transient_scratch_matched_compute_err"] = mc["test"]
@@ -625,6 +639,7 @@ def _figure(curves: dict[str, Any], steps: int) -> Any:
     partial="faster_steady or better_steady or faster_transient or better_transient",
     validity="steady_learns and transient_learns and pretext_steady and pretext_transient and all_finite",
     key_metric="steady_gain",
+    revision=2,
 )
 def run(mode: str, seed: int) -> Outcome:
     t0 = time.perf_counter()
