@@ -75,7 +75,6 @@ def test_cotan_laplacian_closed_form_on_a_right_triangle_pair():
 
 def test_dirichlet_energy_of_a_linear_function_is_its_gradient_times_area():
     # P1 is exact on linear functions: u^T L u = |grad u|^2 * area on a flat mesh
-    v, f = torus(n_major=12, n_minor=6, radii=(1.0, 0.3))
     rng = np.random.default_rng(0)
     flat = np.c_[rng.uniform(size=(30, 2)), np.zeros(30)]
     from scipy.spatial import Delaunay
@@ -84,7 +83,13 @@ def test_dirichlet_energy_of_a_linear_function_is_its_gradient_times_area():
     L, mass = cotan_laplacian(flat, tri)
     u = 2.0 * flat[:, 0] - 3.0 * flat[:, 1]
     assert u @ (L @ u) == pytest.approx(13.0 * mass.sum(), rel=1e-9)
-    assert v.shape == (72, 3)
+
+
+def test_torus_is_closed_and_of_genus_one():
+    m = Mesh(*torus(n_major=12, n_minor=6, radii=(1.0, 0.3)))
+    assert m.watertight and m.n_vertices == 72
+    assert m.n_vertices - len(m.edges()) + len(m.faces) == 0  # Euler characteristic of a torus
+    assert m.area == pytest.approx(4 * math.pi**2 * 0.3, rel=0.1)
 
 
 # --------------------------------------------------------------------------------------------------
