@@ -55,7 +55,7 @@ No authors' code was read (the issue names none). TRL is not installed in the de
 
 from __future__ import annotations
 
-from geode.llm.sr_grpo.grpo import (
+from geode.llm.grpo import (
     CompactGRPO,
     group_advantages,
     grpo_loss,
