@@ -228,17 +228,17 @@ FP4_FORMATS = {"mxfp4": 32, "nvfp4": 16}
 
 _E2M1_MAX = 6.0
 _E4M3_MAX = 448.0
-_TIE_UP = (0.75, 1.75, 3.5)  # midpoints whose upper neighbour has the even mantissa
 
 
 def _round_e2m1(x: torch.Tensor, ties: str) -> torch.Tensor:
-    """Round non-negative ``x`` (already clipped to [0, 6]) to the nearest E2M1 magnitude."""
-    grid = torch.tensor(E2M1_VALUES, dtype=x.dtype, device=x.device)
-    mids = (grid[1:] + grid[:-1]) / 2
-    idx = torch.bucketize(x, mids)  # ties go to the lower neighbour
-    if ties == "even":
-        idx = idx + torch.isin(x, torch.tensor(_TIE_UP, dtype=x.dtype, device=x.device)).long()
-    return grid[idx]
+    """Round non-negative ``x`` (already clipped to [0, 6]) to the nearest E2M1 magnitude.
+
+    E2M1's spacing is 0.5 below 2, 1 in [2, 4) and 2 in [4, 6], so rounding ``x / spacing`` to an integer
+    (``torch.round`` rounds half to even, which is the even mantissa here) is rounding to the grid.
+    """
+    step = torch.exp2(torch.floor(torch.log2(x)).clamp_(0.0, 2.0) - 1.0)  # 0.5 | 1 | 2; log2(0) = -inf -> 0.5
+    v = x / step
+    return (torch.round(v) if ties == "even" else torch.ceil(v - 0.5)) * step
 
 
 def fp4_quantize(
@@ -280,11 +280,11 @@ def fp4_quantize(
     if fmt == "mxfp4" and ties == "toward_zero":
         return mxfp4_quantize(x, block_size)
     w = x.detach()
-    if not bool(torch.isfinite(w).all()):
-        raise ValueError("x must be finite")
     calc = torch.float64 if w.dtype == torch.float64 else torch.float32
     blocks = w.to(calc).reshape(*w.shape[:-1], -1, block_size)
     amax = blocks.abs().amax(-1, keepdim=True)
+    if not bool(torch.isfinite(amax.amax())):  # amax propagates NaN and inf
+        raise ValueError("x must be finite")
     if fmt == "mxfp4":
         scale = torch.exp2(torch.floor(torch.log2(amax.clamp_min(2.0**-126))) - 2.0)
         q = _round_e2m1((blocks.abs() / scale).clamp(max=_E2M1_MAX), ties)
@@ -295,7 +295,7 @@ def fp4_quantize(
             return torch.zeros_like(x)
         gs = (_E4M3_MAX * _E2M1_MAX) / gamax.to(torch.float32)  # per-tensor FP32 scale s
         sf = (gs * amax.to(torch.float32) / _E2M1_MAX).to(torch.float8_e4m3fn).to(torch.float32)  # E4M3 sigma_b
-        inv = torch.where(sf > 0, gs / sf.clamp_min(torch.finfo(torch.float32).tiny), torch.zeros_like(sf))
+        inv = torch.where(sf > 0, gs / sf, 0.0)  # an all-zero (or underflowing) block stays zero
         normed = (blocks.to(torch.float32) * inv).clamp(-_E2M1_MAX, _E2M1_MAX)
         q = _round_e2m1(normed.abs(), ties) * torch.sign(normed)
         out = q * (sf / gs)

@@ -1,0 +1,410 @@
+"""Claim check of CPA: FP4 rollouts with CPA keep the full-precision checkpoint at full-precision RL's reward.
+
+Set-up (:mod:`geode.llm.cpa.experiment`): a tiny Llama (2 layers, d=64) pretrained until its greedy reward
+reaches 0.5 on reversing 5 symbols (reward: the fraction of the 5 positions right), then 80 GRPO steps of
+8 prompts x 8 responses with each of
+
+- ``fp``: full-precision RL (bfloat16 rollout engine, float32 trainer; no FP4 anywhere);
+- ``fp4``: FP4 rollouts (NVFP4 W4A4 in bfloat16) and the QAT trainer (fake-quantised float32 forward with
+  an STE), the rollout treated as on-policy (no correction);
+- ``tis``: ``fp4`` with truncated importance sampling, :math:`\\min(\\pi_\\text{train}/\\pi_\\text{rollout}, C)`;
+- ``cpa``: ``fp4`` plus :math:`\\lambda` x the CPA k3 KL to the same weights with fake quantisation off.
+
+The "final full-precision reward" of a method is the greedy reward of its float32 master weights with
+fake quantisation off on held-out test prompts; the train-rollout mismatch is the mean over training steps
+of :math:`|\\log\\pi_\\text{train} - \\log\\pi_\\text{rollout}|` on the sampled tokens.
+
+Thresholds (fixed by the issue, before any run): ``reproduced`` if CPA's final full-precision reward is
+within 5% of the full-precision RL baseline while FP4 rollout without CPA is >= 10% worse or collapses in
+>= 1 of 3 seeds, and CPA has the lowest train-rollout log-prob mismatch; ``partial`` if CPA lowers the
+mismatch and beats plain FP4.
+
+Added before the first run (the protocol needs them; the issue does not name them):
+
+- *reading of the thresholds*: "within 5%" is ``cpa_reward / fp_reward >= 0.95`` and ">= 10% worse" is
+  ``fp4_reward / fp_reward <= 0.90``, each in at least 2 of 3 seeds; "collapses" means a non-finite step
+  or a final full-precision test reward more than 0.10 below the base model's; "the lowest mismatch" is
+  among the FP4-rollout methods (fp4, tis, cpa; full-precision RL has no FP4 rounding and is reported beside
+  them), in every seed; "lowers the mismatch" is ``cpa / fp4 < 1`` and "beats plain FP4" is a higher final
+  reward, each in every seed;
+- *validity floors*: full-precision RL raises the greedy test reward over the base model by >= 0.03 (mean
+  over seeds: the pipeline learns the task) and the base model leaves room (reward <= 0.8, every seed);
+- *negative controls*: the base model's reward ratio (for "within 5%"); a second full-precision RL run with
+  another rollout seed (the noise floor, for ">= 10% worse"; its collapse flag for "collapses"); plain FP4's
+  mismatch against the best of the others (for "lowest mismatch", the ablation without CPA); TIS's
+  mismatch over FP4's (for "lowers the mismatch": a correction that does not target the mismatch); the base
+  model's reward minus FP4's (for "beats plain FP4").
+
+Equal tuning on validation prompts (the same 3 configurations and 1 grid extension per method, selected on
+the validation full-precision reward; test prompts used once): ``fp`` and ``fp4`` tune the learning rate;
+``tis`` and ``cpa`` are ``fp4``'s recipe at ``fp4``'s selected learning rate and tune their own knob, the
+cap :math:`C` and :math:`\\lambda` (the authors' default :math:`10^{-3}` is the grid's lower end). The
+strongest FP4-rollout baseline (the better of ``fp4`` and ``tis`` on test) is reported beside them.
+``full`` mode (SmolLM2-135M-Instruct on the same task mapped to its tokens, more steps) is written for a GPU
+machine and was not run.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from typing import Any
+
+import numpy as np
+
+from geode.claims import Outcome, Threshold, register, tune
+
+_MODES: dict[str, dict[str, Any]] = {
+    "smoke": dict(
+        task=dict(n_symbols=6, length=3),
+        model=dict(d_model=32, n_layers=1, n_heads=2, n_kv_heads=1, d_ff=64, max_positions=16),
+        pretrain=dict(target=0.5, max_steps=40, check_every=20, n_check=32),
+        n_val=32,
+        n_test=32,
+        grpo=dict(steps=3, batch=4, group_size=4),
+        lrs=[1e-3, 3e-3],
+        caps=[2.0, 5.0],
+        coefs=[1e-3, 1e-1],
+        extend=0,
+    ),
+    "quick": dict(
+        task=dict(n_symbols=10, length=5),
+        model=dict(d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, d_ff=128, max_positions=32),
+        pretrain=dict(target=0.5, max_steps=2000, check_every=20, n_check=256),
+        n_val=256,
+        n_test=512,
+        grpo=dict(steps=80, batch=8, group_size=8),
+        lrs=[3e-4, 1e-3, 3e-3],
+        caps=[1.5, 2.0, 5.0],
+        coefs=[1e-3, 1e-2, 1e-1],
+        extend=1,
+    ),
+    # full: SmolLM2-135M-Instruct on the task mapped onto its tokens (written for a GPU machine, not run)
+    "full": dict(
+        smollm2=True,
+        task=dict(n_symbols=10, length=8),
+        pretrain=dict(target=0.5, max_steps=3000, check_every=20, n_check=256, lr=3e-5, batch_size=32),
+        n_val=512,
+        n_test=2048,
+        grpo=dict(steps=200, batch=16, group_size=8),
+        lrs=[1e-6, 3e-6, 1e-5],
+        caps=[1.5, 2.0, 5.0],
+        coefs=[1e-3, 1e-2, 1e-1],
+        extend=1,
+    ),
+}
+
+METHODS = ("fp", "fp4", "tis", "cpa")
+_NAMES = {
+    "fp": "full-precision RL (bf16 rollout)",
+    "fp4": "FP4 rollout + QAT, no correction",
+    "tis": "FP4 rollout + QAT + TIS",
+    "cpa": "FP4 rollout + QAT + CPA",
+}
+COLLAPSE_DROP = 0.10
+
+
+def _build(cfg: dict[str, Any], seed: int) -> tuple[Any, Any, int]:
+    import torch
+
+    from geode.models.tasks import SPECIAL_TOKENS, Reversal, TokenMappedTask
+
+    base_task = Reversal(**cfg["task"])
+    if cfg.get("smollm2"):
+        from geode.models import load_smollm2, tokenizer_token_map
+
+        model, tok = load_smollm2()
+        tmap = tokenizer_token_map(tok, base_task.vocab_size)
+        task = TokenMappedTask(base_task, tmap)
+        if torch.cuda.is_available():
+            model = model.cuda()
+        return model.float().train(), task, int(tmap[SPECIAL_TOKENS["EOS"]])
+    from geode.models import build_tiny_lm
+
+    return build_tiny_lm(base_task.vocab_size, seed=seed, **cfg["model"]), base_task, SPECIAL_TOKENS["EOS"]
+
+
+@register(
+    "cpa",
+    claim=(
+        "Cross-Precision Alignment (a k3 KL between the fake-quantised and the full-precision forward on the "
+        "sampled tokens) stabilises RL with FP4 rollouts: its full-precision checkpoint matches full-precision "
+        "RL, while FP4 rollouts without it fall behind, and it has the lowest train-rollout log-prob mismatch."
+    ),
+    paper_figure=(
+        "BF16 checkpoint of FP4-rollout RL with CPA matches the full BF16 RL baseline; plain FP4 rollout (even "
+        "with QAT) unstable; 8-19% end-to-end speed-up (needs Blackwell FP4 kernels, not testable here)"
+    ),
+    baselines=("full-precision RL", "FP4 rollout + QAT (no correction)", "FP4 rollout + QAT + TIS"),
+    thresholds=(
+        Threshold(
+            "cpa_matches_fp",
+            "cpa_fp_reward_ratio",
+            ">=",
+            0.95,
+            "CPA's final full-precision reward is within 5% of full-precision RL's (2 of 3 seeds)",
+            agg="2 of 3",
+            control="base_fp_reward_ratio",
+        ),
+        Threshold(
+            "fp4_worse",
+            "fp4_fp_reward_ratio",
+            "<=",
+            0.90,
+            "plain FP4 rollout's final reward is >= 10% below full-precision RL's (2 of 3 seeds)",
+            agg="2 of 3",
+            control="fp_replicate_fp_reward_ratio",
+        ),
+        Threshold(
+            "fp4_collapses",
+            "fp4_collapsed",
+            ">=",
+            1.0,
+            "plain FP4 rollout collapses in >= 1 of 3 seeds",
+            agg="1 of 3",
+            control="fp_replicate_collapsed",
+        ),
+        Threshold(
+            "cpa_lowest_mismatch",
+            "cpa_mismatch_vs_best_other",
+            "<",
+            1.0,
+            "CPA's train-rollout mismatch is below FP4's and TIS's (every seed)",
+            agg="all",
+            control="fp4_mismatch_vs_best_other",
+        ),
+        Threshold(
+            "cpa_lowers_mismatch",
+            "cpa_fp4_mismatch_ratio",
+            "<",
+            1.0,
+            "CPA's train-rollout mismatch is below plain FP4's (every seed)",
+            agg="all",
+            control="tis_fp4_mismatch_ratio",
+        ),
+        Threshold(
+            "cpa_beats_fp4",
+            "cpa_minus_fp4_reward",
+            ">",
+            0.0,
+            "CPA's final full-precision reward beats plain FP4's (every seed)",
+            agg="all",
+            control="base_minus_fp4_reward",
+        ),
+        Threshold(
+            "fp_learns",
+            "fp_gain",
+            ">=",
+            0.03,
+            "floor: full-precision RL raises the greedy test reward by >= 0.03 (mean over seeds)",
+        ),
+        Threshold(
+            "base_has_room",
+            "base_reward",
+            "<=",
+            0.8,
+            "floor: the base model's greedy test reward is <= 0.8 (every seed)",
+            agg="all",
+        ),
+    ),
+    reproduced="cpa_matches_fp and (fp4_worse or fp4_collapses) and cpa_lowest_mismatch",
+    partial="cpa_lowers_mismatch and cpa_beats_fp4",
+    validity="fp_learns and base_has_room",
+    key_metric="cpa_fp_reward_ratio",
+)
+def run(mode: str, seed: int) -> Outcome:
+    from geode.llm.cpa.experiment import ReversalReward, greedy_reward, pretrain_to_reward, split_prompts
+    from geode.llm.cpa.trainer import LowPrecisionGRPO
+
+    cfg = _MODES[mode]
+    t0 = time.perf_counter()
+    base, task, eos = _build(cfg, seed)
+    device = next(base.parameters()).device
+    pre_steps, pre_reward = pretrain_to_reward(base, task, seed=seed, **cfg["pretrain"])
+    base.eval()
+    vp, _ = split_prompts(task, cfg["n_val"], 10_000 + seed)
+    tp, _ = split_prompts(task, cfg["n_test"], 20_000 + seed)
+    vp, tp = vp.to(device), tp.to(device)
+    base_val = greedy_reward(base, task, vp)
+    base_test = greedy_reward(base, task, tp)
+    g = cfg["grpo"]
+    length = task.task.length if hasattr(task, "task") else task.length
+    reward_fn = ReversalReward(task)
+    runs: dict[tuple[Any, ...], Any] = {}
+
+    def train(method: str, lr: float, *, cap: float = 2.0, coef: float = 0.0, rollout_seed: int = 0) -> Any:
+        key = (method, lr, cap, coef, rollout_seed)
+        if key in runs:
+            return runs[key]
+        policy = copy.deepcopy(base)
+        for p in policy.parameters():
+            p.requires_grad_(True)
+        kw: dict[str, Any] = dict(rollout="full", qat=False) if method == "fp" else {}
+        if method == "tis":
+            kw.update(correction="tis", tis_cap=cap)
+        if method == "cpa":
+            kw.update(cpa_coef=coef)
+        trainer = LowPrecisionGRPO(
+            policy,
+            reward_fn,
+            group_size=g["group_size"],
+            lr=lr,
+            max_new_tokens=length + 1,
+            eos_token_id=eos,
+            seed=seed * 13 + 5 + 1000 * rollout_seed,
+            track_gap=method != "fp",
+            **kw,
+        )
+        rng = np.random.default_rng(30_000 + seed)  # the same training prompts for every method
+        stats = trainer.train(lambda s: split_prompts(task, g["batch"], rng)[0].to(device), g["steps"])
+        with trainer.full_precision():
+            val = greedy_reward(policy, task, vp)
+        runs[key] = dict(trainer=trainer, stats=stats, val=val, collapsed=trainer.collapsed)
+        return runs[key]
+
+    def fit(method: str, params: dict[str, Any]) -> tuple[float, Any]:
+        r = train(method, **params)
+        return (-1.0 if r["collapsed"] else r["val"]), r
+
+    res_lr = tune(fit, {m: {"lr": cfg["lrs"]} for m in ("fp", "fp4")}, extend=cfg["extend"], limits=None)
+    lr4 = res_lr.params("fp4")["lr"]
+    res_fix = tune(
+        fit,
+        {"tis": [{"lr": lr4, "cap": c} for c in cfg["caps"]], "cpa": [{"lr": lr4, "coef": c} for c in cfg["coefs"]]},
+        extend=cfg["extend"],
+    )
+    chosen = {m: res_lr.payload(m) for m in ("fp", "fp4")} | {m: res_fix.payload(m) for m in ("tis", "cpa")}
+    rep = train("fp", res_lr.params("fp")["lr"], rollout_seed=1)  # the noise floor of full-precision RL
+
+    def final(r: dict[str, Any]) -> dict[str, float]:
+        tr = r["trainer"]
+        with tr.full_precision():
+            fp_reward = greedy_reward(tr.policy, task, tp)
+        tr.sync()
+        engine_reward = greedy_reward(tr.engine, task, tp)
+        st = [s for s in r["stats"] if s.finite]
+        collapsed = r["collapsed"] or fp_reward < base_test - COLLAPSE_DROP
+        gaps = [s.cpa_gap for s in st if np.isfinite(s.cpa_gap)]
+        return {
+            "reward": fp_reward,
+            "engine_reward": engine_reward,
+            "collapsed": float(collapsed),
+            "mismatch": float(np.mean([s.mismatch_mean for s in st])) if st else float("nan"),
+            "mismatch_last10": float(np.mean([s.mismatch_mean for s in st[-10:]])) if st else float("nan"),
+            "mismatch_max": float(np.max([s.mismatch_max for s in st])) if st else float("nan"),
+            "is_weight_var": float(np.mean([s.is_weight_var for s in st])) if st else float("nan"),
+            "fq_gap": float(np.mean(gaps)) if gaps else float("nan"),
+            "train_reward_last10": float(np.mean([s.reward_mean for s in st[-10:]])) if st else float("nan"),
+        }
+
+    out = {m: final(chosen[m]) for m in METHODS}
+    out_rep = final(rep)
+    fp_r = out["fp"]["reward"]
+    ratio = (lambda x: x / fp_r) if fp_r > 0 else (lambda x: float("nan"))  # noqa: E731
+    mism = {m: out[m]["mismatch"] for m in ("fp4", "tis", "cpa")}
+    strongest = max(("fp4", "tis"), key=lambda m: out[m]["reward"])
+    collapsed_runs = sum(bool(v["collapsed"]) for v in runs.values())
+    metrics: dict[str, float] = {
+        "base_reward": base_test,
+        "base_val_reward": base_val,
+        "pretrain_steps": float(pre_steps),
+        "pretrain_check_reward": pre_reward,
+        **{f"{m}_{k}": v for m in METHODS for k, v in out[m].items() if not (m == "fp" and k == "fq_gap")},
+        "fp_replicate_reward": out_rep["reward"],
+        "fp_replicate_collapsed": out_rep["collapsed"],
+        "fp_gain": fp_r - base_test,
+        "cpa_fp_reward_ratio": ratio(out["cpa"]["reward"]),
+        "fp4_fp_reward_ratio": ratio(out["fp4"]["reward"]),
+        "tis_fp_reward_ratio": ratio(out["tis"]["reward"]),
+        "base_fp_reward_ratio": ratio(base_test),
+        "fp_replicate_fp_reward_ratio": ratio(out_rep["reward"]),
+        "cpa_mismatch_vs_best_other": mism["cpa"] / min(mism["fp4"], mism["tis"]),
+        "fp4_mismatch_vs_best_other": mism["fp4"] / min(mism["tis"], mism["cpa"]),
+        "cpa_fp4_mismatch_ratio": mism["cpa"] / mism["fp4"],
+        "tis_fp4_mismatch_ratio": mism["tis"] / mism["fp4"],
+        "cpa_minus_fp4_reward": out["cpa"]["reward"] - out["fp4"]["reward"],
+        "base_minus_fp4_reward": base_test - out["fp4"]["reward"],
+        "strongest_baseline_reward": out[strongest]["reward"],
+        "cpa_minus_strongest_reward": out["cpa"]["reward"] - out[strongest]["reward"],
+        "collapsed_runs": float(collapsed_runs),
+        "tuning_runs": float(len(runs)),
+    }
+    sel = {m: res_lr.params(m) for m in ("fp", "fp4")} | {m: res_fix.params(m) for m in ("tis", "cpa")}
+    table = [
+        {
+            "method": "base model (before RL)",
+            "setting": "",
+            "full-precision test reward": base_test,
+            "FP4 engine reward": "",
+            "train-rollout mismatch": "",
+            "FQ vs full gap": "",
+            "collapsed": 0.0,
+        }
+    ] + [
+        {
+            "method": _NAMES[m],
+            "setting": ", ".join(f"{k}={v:g}" for k, v in sel[m].items()),
+            "full-precision test reward": out[m]["reward"],
+            "FP4 engine reward": out[m]["engine_reward"] if m != "fp" else "(bf16 engine)",
+            "train-rollout mismatch": out[m]["mismatch"],
+            "FQ vs full gap": out[m]["fq_gap"] if m != "fp" else "",
+            "collapsed": out[m]["collapsed"],
+        }
+        for m in METHODS
+    ]
+    elapsed = time.perf_counter() - t0
+    summary = (
+        f"full-precision test reward: base {base_test:.3f}, FP RL {fp_r:.3f}, FP4 {out['fp4']['reward']:.3f}, "
+        f"TIS {out['tis']['reward']:.3f}, CPA {out['cpa']['reward']:.3f} "
+        f"(CPA/FP {metrics['cpa_fp_reward_ratio']:.3f}); "
+        f"mismatch FP4 {mism['fp4']:.4f}, TIS {mism['tis']:.4f}, CPA {mism['cpa']:.4f} (FP RL "
+        f"{out['fp']['mismatch']:.4f})"
+    )
+    notes = [
+        *[f"(lr) {s}" for s in res_lr.notes()],
+        *[f"(TIS cap, CPA lambda at FP4's lr {lr4:g}) {s}" for s in res_fix.notes()],
+        f"Base model: {pre_steps} supervised steps until the greedy reward on a check split reached "
+        f"{cfg['pretrain']['target']} ({pre_reward:.3f}); test reward {base_test:.3f}.",
+        f"Strongest FP4-rollout baseline on test: {_NAMES[strongest]} ({out[strongest]['reward']:.3f}); CPA minus "
+        f"it {metrics['cpa_minus_strongest_reward']:+.3f}.",
+        f"Noise floor: a second full-precision RL run (another rollout seed) reached {out_rep['reward']:.3f} "
+        f"(ratio {metrics['fp_replicate_fp_reward_ratio']:.3f}).",
+        "FQ vs full gap = mean |log pi_fq - log pi_full| on the sampled tokens during training (what CPA "
+        "penalises); mismatch = mean |log pi_train - log pi_rollout|. "
+        + "; ".join(
+            f"{m}: gap {out[m]['fq_gap']:.4f}, mismatch last 10 steps {out[m]['mismatch_last10']:.4f}, max "
+            f"{out[m]['mismatch_max']:.3f}, IS-weight variance {out[m]['is_weight_var']:.2e}"
+            for m in ("fp4", "tis", "cpa")
+        ),
+        f"Collapsed runs among all {len(runs)} tuning runs: {collapsed_runs}.",
+        f"Wall time of this seed: {elapsed:.0f} s.",
+    ]
+    return Outcome(
+        metrics=metrics,
+        table=table,
+        figures={"reward_and_mismatch": _figure(table)},
+        summary=summary,
+        notes=notes,
+        tuned=res_lr.table() + res_fix.table(),
+    )
+
+
+def _figure(table: list[dict[str, Any]]) -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
+    names = [r["method"] for r in table]
+    vals = [r["full-precision test reward"] for r in table]
+    axes[0].barh(range(len(names)), vals, color=["0.5", "C0", "C1", "C2", "C3"])
+    axes[0].set_yticks(range(len(names)), names, fontsize=7)
+    axes[0].invert_yaxis()
+    axes[0].set_xlabel("full-precision test reward (greedy)")
+    rows = table[2:]
+    axes[1].bar(range(len(rows)), [r["train-rollout mismatch"] for r in rows], color=["C1", "C2", "C3"])
+    axes[1].set_xticks(range(len(rows)), ["FP4", "TIS", "CPA"])
+    axes[1].set_ylabel("mean |logp train - logp rollout|")
+    fig.tight_layout()
+    return fig
