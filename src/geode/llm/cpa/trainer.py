@@ -150,7 +150,8 @@ class LowPrecisionGRPO:
             p.requires_grad_(False)
         self.params = [p for p in policy.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(self.params, lr=check_positive("lr", lr))
-        self.generator = torch.Generator().manual_seed(check_int("seed", seed, low=0))
+        device = next(policy.parameters()).device
+        self.generator = torch.Generator(device=device).manual_seed(check_int("seed", seed, low=0))
         self.collapsed = False
 
     def sync(self) -> None:
