@@ -3,7 +3,8 @@
 Task (:class:`geode.models.tasks.Reversal`): prompt ``BOS x_1 .. x_L SEP``, response ``x_L .. x_1 EOS``.
 The verifiable reward of a response is the fraction of its ``L`` answer positions that are right (the EOS
 is not judged), which gives GRPO a graded signal at this scale; the claim's "reward" of a policy is the
-mean reward of its greedy responses on held-out prompts, decoded at full precision.
+mean reward of responses sampled at the rollout temperature on held-out prompts (the RL objective),
+decoded at full precision; the greedy reward is reported beside it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,14 @@ from geode.core.random import as_generator
 from geode.core.validation import check_int, check_real
 from geode.models.tasks import Reversal, TokenMappedTask
 
-__all__ = ["ReversalReward", "greedy_reward", "pretrain_to_reward", "reversal_length", "split_prompts"]
+__all__ = [
+    "ReversalReward",
+    "greedy_reward",
+    "pretrain_to_reward",
+    "reversal_length",
+    "sampled_reward",
+    "split_prompts",
+]
 
 
 def reversal_length(task: Any) -> int:
@@ -58,6 +66,24 @@ def greedy_reward(model: Any, task: Any, prompts: Any) -> float:
 
     resp, mask = sample_responses(model, prompts, n=1, max_new_tokens=reversal_length(task) + 1, temperature=0.0)
     return float(ReversalReward(task)(prompts, resp, mask).mean())
+
+
+def sampled_reward(
+    model: Any, task: Any, prompts: Any, *, n: int = 4, temperature: float = 1.0, seed: int = 0
+) -> float:
+    """Mean reward of ``n`` sampled responses per prompt (the RL objective on held-out prompts).
+
+    The sampling generator is seeded by ``seed``, so every policy is scored on common random numbers.
+    """
+    import torch
+
+    from geode.llm.grpo import sample_responses
+
+    gen = torch.Generator(device=prompts.device).manual_seed(check_int("seed", seed, low=0))
+    resp, mask = sample_responses(
+        model, prompts, n=n, max_new_tokens=reversal_length(task) + 1, temperature=temperature, generator=gen
+    )
+    return float(ReversalReward(task)(prompts.repeat_interleave(n, 0), resp, mask).mean())
 
 
 def pretrain_to_reward(
