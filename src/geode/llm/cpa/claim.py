@@ -29,7 +29,7 @@ Added before the first run (the protocol needs them; the issue does not name the
   among the FP4-rollout methods (fp4, tis, cpa; full-precision RL has no FP4 rounding and is reported beside
   them), in every seed; "lowers the mismatch" is ``cpa / fp4 < 1`` and "beats plain FP4" is a higher final
   reward, each in every seed;
-- *validity floors*: full-precision RL raises the greedy test reward over the base model by >= 0.03 (mean
+- *validity floors*: full-precision RL raises the test reward over the base model by >= 0.03 (mean
   over seeds: the pipeline learns the task) and the base model leaves room (reward <= 0.8, every seed);
 - *negative controls*: the base model's reward ratio (for "within 5%"); a second full-precision RL run with
   another rollout seed (the noise floor, for ">= 10% worse"; its collapse flag for "collapses"); plain FP4's
@@ -224,14 +224,14 @@ def _build(cfg: dict[str, Any], seed: int) -> tuple[Any, Any, int]:
             "fp_gain",
             ">=",
             0.03,
-            "floor: full-precision RL raises the greedy test reward by >= 0.03 (mean over seeds)",
+            "floor: full-precision RL raises the (sampled) test reward by >= 0.03 (mean over seeds)",
         ),
         Threshold(
             "base_has_room",
             "base_reward",
             "<=",
             0.8,
-            "floor: the base model's greedy test reward is <= 0.8 (every seed)",
+            "floor: the base model's (sampled) test reward is <= 0.8 (every seed)",
             agg="all",
         ),
     ),
