@@ -39,10 +39,20 @@ B200; our own GRPO loop rather than verl (no FSDP, no data-parallel token normal
   two would be different kernels of the same precision); both quantise with the same recipe.
 - *RL*: GRPO with one update per rollout, clipping 0.2, no reference KL (as DAPO), advantages over groups
   of 8, AdamW, gradient norm 1; TIS cap tuned (TRL's ``vllm_importance_sampling_cap`` is of this kind).
-- *The claim check* (details in :mod:`geode.llm.cpa.claim`): reversal of 5 symbols on a tiny Llama, the
-  full-precision greedy reward as the final reward, thresholds' readings and controls fixed before the run.
+- *The claim check* (details in :mod:`geode.llm.cpa.claim`): reversal of 5 symbols on a tiny Llama; the
+  final reward is the full-precision policy's sampled reward on held-out prompts (greedy reported beside);
+  the readings of the thresholds and the controls were fixed before the run; CPA's weight 0.1 (the
+  authors' 1e-3, sized for 1.5B-7B models, is run beside it).
 
-The claim's measured verdict is in :mod:`geode.llm.cpa.claim` (written after the 3-seed quick run).
+**What the check found (quick, 3 seeds): not reproduced, unstable across seeds** (not reproduced / partial
+/ partial). The premise does not appear at this scale: FP4 rollouts without correction reached 0.950 /
+0.881 / 0.977 of full-precision RL's sampled reward (threshold <= 0.90 in 2 of 3 seeds), inside the noise
+floor of two full-precision runs (1.130 / 0.772 / 1.001), and never collapsed. CPA kept the reward (0.958
+/ 0.910 / 0.999 of full-precision RL; beat plain FP4 by +0.004 / +0.018 / +0.013) and, at the same learning
+rate (seeds 1-2), lowered the train-rollout mismatch by 9% (0.0402 vs 0.0444); in seed 0, where FP4
+selected a 3x larger learning rate, CPA's mismatch was 1.43x FP4's. FP4 rounding multiplied the bfloat16
+stack mismatch about 9x (0.042-0.060 vs 0.005 nats per token). Details and every number in
+:mod:`geode.llm.cpa.claim`.
 """
 
 from __future__ import annotations

@@ -66,6 +66,41 @@ sampled reward at the rollout temperature (which GRPO raises from about 0.27 to 
 greedy reward as a reported metric, and leaves every threshold, floor and control as it was.
 ``full`` mode (SmolLM2-135M-Instruct on the same task mapped to its tokens, more steps) is written for a GPU
 machine and was not run.
+
+**What the check found (quick mode, revision 3, 3 seeds): not reproduced, unstable across seeds**
+(per-seed verdicts: not reproduced / partial / partial). Floors met: full-precision RL raised the sampled
+test reward from the base model's 0.308 / 0.289 / 0.311 to 0.491 / 0.630 / 0.573 (gain 0.18 / 0.34 / 0.26;
+floor 0.03); none of the 14-15 GRPO runs of any seed collapsed. Final full-precision test reward (sampled): FP4 without
+correction 0.467 / 0.555 / 0.560, TIS 0.513 / 0.537 / 0.560, CPA (lambda 0.1) 0.471 / 0.573 / 0.573, CPA at
+the authors' lambda 1e-3 0.481 / 0.561 / 0.557.
+
+- *CPA within 5% of full-precision RL* (2 of 3): ratio 0.958 / 0.910 / 0.999: holds (control: the base
+  model, 0.627 / 0.459 / 0.543, fails).
+- *FP4 without CPA >= 10% worse* (2 of 3): ratio 0.950 / 0.881 / 0.977: fails (only seed 1); *collapses*:
+  never. The premise of the claim, that FP4 rollouts destabilise RL, does not appear at this scale: FP4's
+  ratio lies within the noise floor, a second full-precision RL run with another rollout seed reached
+  1.130 / 0.772 / 1.001 of the first.
+- *CPA has the lowest train-rollout mismatch* (every seed): CPA / min(FP4, TIS) 1.427 / 0.906 / 0.909:
+  fails in seed 0, where FP4 selected a 3x larger learning rate (3e-3) than CPA (1e-3) and ended sharper
+  (mean mismatch FP4 0.0418 / 0.0444 / 0.0444, TIS 0.0577 / 0.0456 / 0.0452, CPA 0.0597 / 0.0402 /
+  0.0404; full-precision RL with its bfloat16 engine 0.0048 / 0.0049 / 0.0046, so FP4 rounding multiplies
+  the bfloat16 stack mismatch about 9x). In seeds 1-2, at equal learning rates, CPA lowered the mismatch by
+  9% and the fake-quantised-vs-full gap it penalises from 0.070 / 0.073 to 0.061 / 0.063; the authors'
+  lambda 1e-3 changed neither much (mismatch 0.0564 / 0.0416 / 0.0406, gap 0.083 / 0.069 / 0.065).
+- *Partial* needs CPA to lower the mismatch in every seed (fails in seed 0, control TIS/FP4 1.381 / 1.027 /
+  1.017) and to beat plain FP4 (holds: +0.004 / +0.018 / +0.013; control base minus FP4 -0.16 / -0.27 /
+  -0.25).
+
+Strongest FP4-rollout baseline on test: TIS in seed 0 (0.513; CPA -0.042), FP4 in seeds 1-2 (CPA +0.018,
++0.013). Greedy test reward (reported, not judged): base 0.582 / 0.516 / 0.554, full-precision RL 0.577 /
+0.643 / 0.640, FP4 0.498 / 0.638 / 0.641, TIS 0.600 / 0.622 / 0.638, CPA 0.574 / 0.642 / 0.641. Learning
+rates selected on validation: FP RL 1e-3 / 3e-3 / 1e-3, FP4 3e-3 / 1e-3 / 1e-3, TIS and CPA 1e-3 in every
+seed; none on an edge. CPU seconds per seed 112.4 / 108.5 / 115.9 (over the ~90 s target, inside the 3-minute
+limit: 14-15 GRPO runs of 60 steps per seed, 10-11 of them with W4A4 fake quantisation emulated on the CPU). At this
+scale (a 2-layer d=64 model, 6-token responses) the FP4-induced log-prob errors (mean 0.04-0.06 nats,
+max 0.6-1.7 per token) do not distort GRPO enough to need a correction, so the check cannot show CPA's
+stabilising effect; what it does show is that CPA costs no reward and, at matched learning rate, modestly
+narrows the FP4-vs-full gap it targets.
 """
 
 from __future__ import annotations
