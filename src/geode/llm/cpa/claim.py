@@ -101,6 +101,11 @@ scale (a 2-layer d=64 model, 6-token responses) the FP4-induced log-prob errors 
 max 0.6-1.7 per token) do not distort GRPO enough to need a correction, so the check cannot show CPA's
 stabilising effect; what it does show is that CPA costs no reward and, at matched learning rate, modestly
 narrows the FP4-vs-full gap it targets.
+
+Benchmark (``geode bench cpa``, quick, one thread): a CPA training step runs at 0.94x [0.92-0.95] the speed
+of the plain FP4-rollout GRPO step (its extra full-precision forward), peak memory 1.02x; the vectorised
+NVFP4 fake quantiser is 2.76x faster than an element-wise nearest-value reference on a 4096 x 4096 weight,
+at 0.37x its peak memory. FP4 speed-ups themselves cannot show on a CPU (or on a Hopper GPU).
 """
 
 from __future__ import annotations
