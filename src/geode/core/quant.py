@@ -20,6 +20,24 @@ not import).
 
 where :math:`c \in (0, 1]` shrinks the range (``clip``; 1 is plain min-max). This is the quantiser of
 RTN-g128 and of GPTQ (Frantar et al., 2023) in their public code's convention: the grid always contains 0.
+
+FP4 block formats (moved here from ``geode.compression.moe_quant`` when the llm field's CPA needed the same
+E2M1 grid; ``geode.compression.moe_quant`` re-exports :data:`E2M1_VALUES` and :func:`mxfp4_quantize`
+unchanged). Both formats store E2M1 elements (1 sign, 2 exponent, 1 mantissa bit; magnitudes
+:math:`\{0, 0.5, 1, 1.5, 2, 3, 4, 6\}`) times one scale per block of consecutive elements along the last axis:
+
+- :func:`fp4_quantize` with ``fmt="mxfp4"`` (OCP Microscaling v1.0): blocks of 32, an E8M0 (power-of-two)
+  scale :math:`X = 2^{\lfloor \log_2 \max_b |x| \rfloor - 2}` (2 is E2M1's largest exponent), elements
+  :math:`\operatorname{clip}(x / X, \pm 6)` rounded to the nearest E2M1 value;
+- ``fmt="nvfp4"`` (NVIDIA NVFP4, the vLLM/ModelOpt recipe): blocks of 16, a per-tensor FP32 scale
+  :math:`s = 448 \cdot 6 / \max|x|` and an FP8-E4M3 block scale
+  :math:`\sigma_b = \operatorname{e4m3}(s \max_b|x| / 6)`; elements
+  :math:`\operatorname{clip}(x\,s/\sigma_b, \pm 6)` rounded to E2M1, dequantised as :math:`q\,\sigma_b / s`.
+
+Rounding to E2M1 is to nearest, ties to the even mantissa (the vLLM ``cast_to_fp4`` boundaries: 0.25 -> 0,
+0.75 -> 1, 1.25 -> 1, 1.75 -> 2, 2.5 -> 2, 3.5 -> 4, 5 -> 4); ``ties="toward_zero"`` rounds every tie
+down in magnitude, the convention :func:`mxfp4_quantize` has always used (kept so that MoE quantisation's
+results do not move).
 """
 
 from __future__ import annotations
@@ -31,9 +49,14 @@ import torch
 from geode.core.validation import check_int, check_real
 
 __all__ = [
+    "E2M1_VALUES",
+    "FP4_FORMATS",
+    "fp4_quantize",
     "minmax_dequantize",
     "minmax_params",
     "minmax_quantize",
+    "mxfp4_quantize",
+    "nvfp4_quantize",
     "pack_bits",
     "pack_int4",
     "unpack_bits",
@@ -192,3 +215,129 @@ def minmax_dequantize(codes: torch.Tensor, scales: torch.Tensor, zeros: torch.Te
     gs = n_in // scales.shape[1]
     q = codes.reshape(n_out, -1, gs).to(scales.dtype)
     return ((q - zeros.unsqueeze(-1)) * scales.unsqueeze(-1)).reshape(n_out, n_in)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# FP4 block formats (E2M1 elements with block scales)
+
+E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
+"""The non-negative values of FP4 E2M1 (1 sign, 2 exponent, 1 mantissa bit)."""
+
+FP4_FORMATS = {"mxfp4": 32, "nvfp4": 16}
+"""The FP4 block formats and their standard block sizes (elements per shared scale)."""
+
+_E2M1_MAX = 6.0
+_E4M3_MAX = 448.0
+
+
+def _round_e2m1(x: torch.Tensor, ties: str) -> torch.Tensor:
+    """Round non-negative ``x`` (already clipped to [0, 6]) to the nearest E2M1 magnitude.
+
+    E2M1's spacing is 0.5 below 2, 1 in [2, 4) and 2 in [4, 6], so rounding ``x / spacing`` to an integer
+    (``torch.round`` rounds half to even, which is the even mantissa here) is rounding to the grid.
+    """
+    step = torch.exp2(torch.floor(torch.log2(x)).clamp_(0.0, 2.0) - 1.0)  # 0.5 | 1 | 2; log2(0) = -inf -> 0.5
+    v = x / step
+    return (torch.round(v) if ties == "even" else torch.ceil(v - 0.5)) * step
+
+
+def fp4_quantize(
+    x: torch.Tensor, fmt: str = "nvfp4", block_size: int | None = None, *, ties: str = "even"
+) -> torch.Tensor:
+    """FP4 fake quantisation (quantise, then dequantise) of ``x`` along its last axis.
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        Finite floating-point tensor whose last dimension is a multiple of ``block_size``.
+    fmt : {"nvfp4", "mxfp4"}
+        The block format (see the module docstring).
+    block_size : int, optional
+        Elements per block scale; default the format's standard (16 for NVFP4, 32 for MXFP4).
+    ties : {"even", "toward_zero"}
+        How a value exactly between two E2M1 neighbours rounds.
+
+    Returns
+    -------
+    torch.Tensor
+        The dequantised tensor, same shape and dtype; no gradient flows through it (wrap it in a
+        straight-through estimator to train through it). The scale arithmetic runs in float32 whatever the
+        input dtype (as vLLM's kernels do), so a bfloat16 input differs from its float32 original only by
+        its own rounding.
+    """
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        raise TypeError(f"x must be a floating-point torch.Tensor; got {type(x).__name__}")
+    if fmt not in FP4_FORMATS:
+        raise ValueError(f"fmt must be one of {sorted(FP4_FORMATS)}; got {fmt!r}")
+    if ties not in ("even", "toward_zero"):
+        raise ValueError(f"ties must be 'even' or 'toward_zero'; got {ties!r}")
+    block_size = FP4_FORMATS[fmt] if block_size is None else check_int("block_size", block_size, low=1)
+    if x.ndim == 0 or x.shape[-1] % block_size:
+        raise ValueError(
+            f"the last dimension of x (shape {tuple(x.shape)}) must be a multiple of the {fmt} block size "
+            f"{block_size}: pad it with zeros and crop the output"
+        )
+    if fmt == "mxfp4" and ties == "toward_zero":
+        return mxfp4_quantize(x, block_size)
+    w = x.detach()
+    calc = torch.float64 if w.dtype == torch.float64 else torch.float32
+    blocks = w.to(calc).reshape(*w.shape[:-1], -1, block_size)
+    amax = blocks.abs().amax(-1, keepdim=True)
+    if not bool(torch.isfinite(amax.amax())):  # amax propagates NaN and inf
+        raise ValueError("x must be finite")
+    if fmt == "mxfp4":
+        scale = torch.exp2(torch.floor(torch.log2(amax.clamp_min(2.0**-126))) - 2.0)
+        q = _round_e2m1((blocks.abs() / scale).clamp(max=_E2M1_MAX), ties)
+        out = torch.sign(blocks) * q * scale
+    else:
+        gamax = amax.amax()
+        if float(gamax) == 0.0:
+            return torch.zeros_like(x)
+        gs = (_E4M3_MAX * _E2M1_MAX) / gamax.to(torch.float32)  # per-tensor FP32 scale s
+        sf = (gs * amax.to(torch.float32) / _E2M1_MAX).to(torch.float8_e4m3fn).to(torch.float32)  # E4M3 sigma_b
+        inv = torch.where(sf > 0, gs / sf, 0.0)  # an all-zero (or underflowing) block stays zero
+        normed = (blocks.to(torch.float32) * inv).clamp(-_E2M1_MAX, _E2M1_MAX)
+        q = _round_e2m1(normed.abs(), ties) * torch.sign(normed)
+        out = q * (sf / gs)
+    return out.reshape(x.shape).to(x.dtype)
+
+
+def nvfp4_quantize(x: torch.Tensor, block_size: int = 16) -> torch.Tensor:
+    """NVFP4 fake quantisation of ``x`` along its last axis: ``fp4_quantize(x, "nvfp4", block_size)``."""
+    return fp4_quantize(x, "nvfp4", block_size)
+
+
+def mxfp4_quantize(weight: torch.Tensor, block_size: int = 32) -> torch.Tensor:
+    """MXFP4 fake quantisation of ``weight`` along its last axis (blocks of ``block_size`` share a scale).
+
+    Parameters
+    ----------
+    weight : torch.Tensor
+        Floating-point tensor whose last dimension is a multiple of ``block_size`` (pad it with zero
+        columns, :func:`geode.compression.pad_columns`, and crop the output otherwise).
+    block_size : int
+        Elements per shared E8M0 scale (32 in the OCP MX specification).
+
+    Returns
+    -------
+    torch.Tensor
+        The dequantised tensor, same shape and dtype. Ties between two grid values round down in magnitude
+        (the specification rounds to even, :func:`fp4_quantize` with ``ties="even"``; the difference is
+        measure-zero on real weights). Computed in the input's dtype.
+    """
+    if not isinstance(weight, torch.Tensor) or not weight.is_floating_point():
+        raise TypeError(f"weight must be a floating-point torch.Tensor; got {type(weight).__name__}")
+    block_size = check_int("block_size", block_size, low=1)
+    if weight.ndim == 0 or weight.shape[-1] % block_size:
+        raise ValueError(
+            f"weight's last dimension ({tuple(weight.shape)}) must be a multiple of block_size={block_size}; "
+            "pad the columns with zeros (geode.compression.pad_columns) and crop the output"
+        )
+    w = weight.detach()
+    blocks = w.reshape(*w.shape[:-1], -1, block_size)
+    amax = blocks.abs().amax(-1, keepdim=True)
+    scale = torch.exp2(torch.floor(torch.log2(amax.clamp_min(2.0**-126))) - 2.0)
+    grid = torch.tensor(E2M1_VALUES, dtype=w.dtype, device=w.device)
+    x = (blocks.abs() / scale).clamp(max=6.0)
+    q = grid[torch.bucketize(x, (grid[1:] + grid[:-1]) / 2)]
+    return (torch.sign(blocks) * q * scale).reshape(weight.shape).to(weight.dtype)

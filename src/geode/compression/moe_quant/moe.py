@@ -1,6 +1,7 @@
 r"""A tiny top-k MoE language model, MXFP4 fake quantisation, load-aware compensation and routing replay.
 
-- :func:`mxfp4_quantize`: OCP microscaling FP4. Each block of 32 consecutive input weights shares a
+- :func:`mxfp4_quantize` (defined in :mod:`geode.core.quant` since CPA, of the llm field, shares the FP4
+  grid; re-exported here unchanged): OCP microscaling FP4. Each block of 32 consecutive input weights shares a
   power-of-two (E8M0) scale :math:`X = 2^{\lfloor \log_2 \max|w| \rfloor - 2}` (2 is the largest exponent
   of E2M1); every element is rounded to the nearest E2M1 value
   :math:`\{0, \pm 0.5, \pm 1, \pm 1.5, \pm 2, \pm 3, \pm 4, \pm 6\} \cdot X`, clipped at :math:`\pm 6X`.
@@ -37,6 +38,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from geode.core.quant import E2M1_VALUES, mxfp4_quantize
 from geode.core.validation import check_int, check_real
 
 __all__ = [
@@ -55,44 +57,6 @@ __all__ = [
     "set_replay",
     "topk_agreement",
 ]
-
-E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
-"""The non-negative values of FP4 E2M1 (1 sign, 2 exponent, 1 mantissa bit)."""
-
-
-def mxfp4_quantize(weight: torch.Tensor, block_size: int = 32) -> torch.Tensor:
-    """MXFP4 fake quantisation of ``weight`` along its last axis (blocks of ``block_size`` share a scale).
-
-    Parameters
-    ----------
-    weight : torch.Tensor
-        Floating-point tensor whose last dimension is a multiple of ``block_size`` (pad it with zero
-        columns, :func:`geode.compression.pad_columns`, and crop the output otherwise).
-    block_size : int
-        Elements per shared E8M0 scale (32 in the OCP MX specification).
-
-    Returns
-    -------
-    torch.Tensor
-        The dequantised tensor, same shape and dtype. Ties between two grid values round down in magnitude
-        (the specification rounds to even; the difference is measure-zero on real weights).
-    """
-    if not isinstance(weight, torch.Tensor) or not weight.is_floating_point():
-        raise TypeError(f"weight must be a floating-point torch.Tensor; got {type(weight).__name__}")
-    block_size = check_int("block_size", block_size, low=1)
-    if weight.ndim == 0 or weight.shape[-1] % block_size:
-        raise ValueError(
-            f"weight's last dimension ({tuple(weight.shape)}) must be a multiple of block_size={block_size}; "
-            "pad the columns with zeros (geode.compression.pad_columns) and crop the output"
-        )
-    w = weight.detach()
-    blocks = w.reshape(*w.shape[:-1], -1, block_size)
-    amax = blocks.abs().amax(-1, keepdim=True)
-    scale = torch.exp2(torch.floor(torch.log2(amax.clamp_min(2.0**-126))) - 2.0)
-    grid = torch.tensor(E2M1_VALUES, dtype=w.dtype, device=w.device)
-    x = (blocks.abs() / scale).clamp(max=6.0)
-    q = grid[torch.bucketize(x, (grid[1:] + grid[:-1]) / 2)]
-    return (torch.sign(blocks) * q * scale).reshape(weight.shape).to(weight.dtype)
 
 
 class QuantAdapterLinear(nn.Module):

@@ -55,7 +55,7 @@ real ``trl.GRPOTrainer`` step on a tiny Llama with :class:`StableRankReward` as 
 
 from __future__ import annotations
 
-from geode.llm.sr_grpo.grpo import (
+from geode.llm.grpo import (
     CompactGRPO,
     group_advantages,
     grpo_loss,

@@ -97,7 +97,7 @@ def _build(cfg: dict[str, Any], seed: int) -> tuple[Any, Any]:
 def _scores(kind: str, model: Any, prompts: Any, resp: Any, mask: Any, gen: Any) -> Any:
     import torch
 
-    from geode.llm.sr_grpo.grpo import response_logprobs
+    from geode.llm.grpo import response_logprobs
     from geode.llm.sr_grpo.reward import response_hidden_states, response_stable_rank
 
     if kind == "stable_rank":
@@ -190,8 +190,8 @@ def _spearman(a: np.ndarray, b: np.ndarray) -> float:
 def run(mode: str, seed: int) -> Outcome:
     import torch
 
+    from geode.llm.grpo import CompactGRPO, sample_responses
     from geode.llm.sr_grpo.experiment import greedy_accuracy, pretrain_to_accuracy
-    from geode.llm.sr_grpo.grpo import CompactGRPO, sample_responses
 
     cfg = _MODES[mode]
     t0 = time.perf_counter()

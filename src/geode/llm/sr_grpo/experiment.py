@@ -84,7 +84,7 @@ class DigitSum:
 
 def greedy_accuracy(model: Any, task: DigitSum, prompts: Any, answers: Any) -> float:
     """Accuracy of greedy decoding on the given prompts."""
-    from geode.llm.sr_grpo.grpo import sample_responses
+    from geode.llm.grpo import sample_responses
 
     resp, _ = sample_responses(model, prompts, n=1, max_new_tokens=task.response_len, temperature=0.0)
     return float(task.correct(resp, answers).double().mean())

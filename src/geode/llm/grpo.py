@@ -18,6 +18,11 @@ objective is GRPO's clipped surrogate with the k3 KL estimator against the froze
     + \beta\,\big(e^{\log\pi_\text{ref} - \log\pi_\theta} - (\log\pi_\text{ref} - \log\pi_\theta) - 1\big),
 
 averaged over each response's tokens, then over responses (the ``"grpo"`` normalisation of TRL).
+
+A field-level baseline of the llm papers (moved here from ``geode.llm.sr_grpo``, which re-exports every
+name unchanged, when CPA's low-precision GRPO loop needed the same sampling, log-probabilities, advantages
+and surrogate). :func:`grpo_loss` takes optional per-token importance weights ``is_weights`` (the
+rollout-correction weights of truncated importance sampling); without them it is unchanged.
 """
 
 from __future__ import annotations
@@ -131,11 +136,14 @@ def grpo_loss(
     beta: float = 0.04,
     clip_eps: float = 0.2,
     old_logp: Any = None,
+    is_weights: Any = None,
 ) -> Any:
     """GRPO's clipped surrogate plus ``beta`` x k3 KL, per token, averaged per response then over responses.
 
     ``logp``, ``ref_logp``, ``old_logp`` (default ``logp`` detached, on-policy) and ``mask``: shape (n, T);
-    ``advantages``: shape (n,).
+    ``advantages``: shape (n,). ``is_weights`` (n, T), optional: constant per-token weights multiplying the
+    surrogate (truncated importance sampling: min(pi_old / pi_rollout, C)); the
+    KL term is not weighted.
     """
     beta = check_real("beta", beta, low=0.0)
     clip_eps = check_real("clip_eps", clip_eps, low=0.0)
@@ -143,6 +151,12 @@ def grpo_loss(
     ratio = (logp - old).exp()
     a = advantages.to(logp.dtype)[:, None]
     surr = -torch_min(ratio * a, ratio.clamp(1 - clip_eps, 1 + clip_eps) * a)
+    if is_weights is not None:
+        if tuple(is_weights.shape) != tuple(logp.shape):
+            raise ValueError(
+                f"is_weights must have the shape of logp {tuple(logp.shape)}; got {tuple(is_weights.shape)}"
+            )
+        surr = surr * is_weights.detach().to(logp.dtype)
     per_tok = surr + beta * k3_kl(logp, ref_logp.detach())
     m = mask.to(logp.dtype)
     return ((per_tok * m).sum(1) / m.sum(1).clamp_min(1)).mean()
