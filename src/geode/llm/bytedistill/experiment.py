@@ -46,6 +46,13 @@ def train_bpe(texts: list[str], vocab_size: int, *, kind: str) -> Any:
     tok = Tokenizer(models.BPE())
     if kind == "regex":
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    elif kind == "digits":
+        tok.pre_tokenizer = pre_tokenizers.Sequence(
+            [
+                pre_tokenizers.Digits(individual_digits=True),
+                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+            ]
+        )
     else:
         tok.pre_tokenizer = pre_tokenizers.Sequence(
             [
@@ -218,13 +225,18 @@ def train_student(
                 n = min(len(e.ids) - e.answer_token, tpj.shape[0])  # ULD: index alignment, truncated
                 s_rows.append(lg[i, e.answer_token : e.answer_token + n])
                 t_rows.append(tpj[:n])
-            loss = loss + kd_weight * uld_loss(torch.cat(t_rows).to(lg.device), torch.cat(s_rows), temperature=temperature)
+            loss = loss + kd_weight * uld_loss(
+                torch.cat(t_rows).to(lg.device), torch.cat(s_rows), temperature=temperature
+            )
         elif method == "blda":
             slog = byte_distributions(lg / temperature, [e.path for e in b], side.vocab, log=True)
             mask = np.concatenate([np.arange(e.path.n_bytes) >= e.answer_byte for e in b])
             t = torch.zeros(len(mask), 256, dtype=torch.float64)
             t[torch.from_numpy(mask)] = torch.cat([targets.byte_probs[j] for j in pick]).double()
-            kd = blda_from_byte_probs(t.to(slog.device), slog, mask=torch.from_numpy(mask).to(slog.device)) * temperature**2
+            kd = (
+                blda_from_byte_probs(t.to(slog.device), slog, mask=torch.from_numpy(mask).to(slog.device))
+                * temperature**2
+            )
             loss = loss + kd_weight * kd
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -248,7 +260,7 @@ def greedy_exact_match(model: Any, side: Side, pairs: np.ndarray, *, max_new: in
     correct = 0
     tb = side.vocab.token_bytes
     with torch.no_grad():
-        for L, idx in by_len.items():
+        for idx in by_len.values():
             ids = torch.tensor([[side.bos, *prompts[i]] for i in idx], device=model.device)
             out = [b""] * len(idx)
             done = np.zeros(len(idx), dtype=bool)

@@ -21,7 +21,10 @@ for LLMs"): the teacher's and student's token distributions are sorted in decrea
 padded with zeros, and compared by the :math:`\ell_1` distance (the Wasserstein-1 distance under their
 uniform-cost assumption),
 
-.. math:: \mathcal{L}_{\mathrm{ULD}} = \frac{1}{n} \sum_{i=1}^{n} \sum_{r} \big| p^{\downarrow}_{S,i}(r) - p^{\downarrow}_{T,i}(r) \big|,
+.. math::
+
+    \mathcal{L}_{\mathrm{ULD}} = \frac{1}{n} \sum_{i=1}^{n} \sum_{r}
+        \big| p^{\downarrow}_{S,i}(r) - p^{\downarrow}_{T,i}(r) \big|,
 
 on rows aligned by position: the :math:`i`-th answer token of the student with the :math:`i`-th answer token
 of the teacher, truncated to the shorter (their alignment; TRL GOLD's ``uld_token_merge_strategy`` variants
@@ -41,9 +44,7 @@ from geode.llm.bytedistill.projection import BytePath, ByteVocab, aligned_chunks
 __all__ = ["blda_from_byte_probs", "blda_loss", "uld_loss"]
 
 
-def blda_from_byte_probs(
-    teacher_probs: Any, student_log_probs: Any, *, mask: Any = None, weights: Any = None
-) -> Any:
+def blda_from_byte_probs(teacher_probs: Any, student_log_probs: Any, *, mask: Any = None, weights: Any = None) -> Any:
     r"""BLDA from precomputed byte distributions: the (weighted) mean over rows of KL(teacher || student).
 
     Parameters

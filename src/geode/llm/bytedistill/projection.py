@@ -136,7 +136,8 @@ def tokenizer_vocab_bytes(tokenizer: Any) -> list[bytes]:
     n = max(vocab.values()) + 1
     specials: set[int] = set()
     for tid, added in getattr(bt, "get_added_tokens_decoder", dict)().items():
-        specials.add(int(tid))
+        if getattr(added, "special", True):
+            specials.add(int(tid))
     for tid in getattr(tokenizer, "all_special_ids", []) or []:
         specials.add(int(tid))
     kind = type(bt.model).__name__
@@ -389,9 +390,7 @@ def byte_distributions(
     if single and logits.ndim == 2:
         logits = logits.unsqueeze(0)
     if logits.ndim != 3 or logits.shape[0] != len(plist) or logits.shape[-1] != vocab.size:
-        raise ValueError(
-            f"logits must be (batch={len(plist)}, steps, vocab={vocab.size}); got {tuple(logits.shape)}"
-        )
+        raise ValueError(f"logits must be (batch={len(plist)}, steps, vocab={vocab.size}); got {tuple(logits.shape)}")
     T = logits.shape[1]
     for i, p in enumerate(plist):
         if p.n_tokens > T:
