@@ -103,9 +103,9 @@ class Example:
     answer_byte: int  # byte offset of the answer
 
 
-def make_example(side: Side, a: int, b: int) -> Example:
+def make_example(side: Side, a: int, b: int, *, inner: str = "renormalize") -> Example:
     p, ans = prompt_text(a, b), answer_text(a, b)
-    path = side.vocab.encode(p + ans)
+    path = side.vocab.encode(p + ans, inner=inner)
     cut = len(p.encode())
     k = int(np.searchsorted(path.offsets, cut))
     if path.offsets[k] != cut:
