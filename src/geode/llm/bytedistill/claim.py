@@ -180,7 +180,7 @@ _NAMES = {
     partial="beats_sft",
     validity="teacher_solves and sft_learns",
     key_metric="blda_minus_sft_pts",
-    revision=2,
+    revision=3,
 )
 def run(mode: str, seed: int) -> Outcome:
     from geode.llm.bytedistill.experiment import (
@@ -242,7 +242,9 @@ def run(mode: str, seed: int) -> Outcome:
     init = build_tiny_lm(s_side.model_vocab, seed=seed * 10 + 4, **s_arch).state_dict()
     runs: dict[tuple[str, float], Any] = {}
 
-    def fit_student(method: str, lr: float, tau: float, tg: Any, pool: list | None = None) -> Any:
+    def fit_student(
+        method: str, lr: float, tau: float, tg: Any, pool: list | None = None, ce_weight: float = 1.0
+    ) -> Any:
         model = build_tiny_lm(s_side.model_vocab, seed=seed * 10 + 4, **s_arch)
         model.load_state_dict(copy.deepcopy(init))
         model.to(device)
@@ -254,6 +256,7 @@ def run(mode: str, seed: int) -> Outcome:
             method=method,
             lr=lr,
             kd_weight=1.0,
+            ce_weight=ce_weight,
             temperature=tau,
             seed=seed * 10 + 5,  # the same batches for every method
             **cfg["student_train"],
@@ -289,6 +292,12 @@ def run(mode: str, seed: int) -> Outcome:
     next_targets = teacher_targets(teacher, t_side, t_next, temperature=tau_blda)
     next_model, _ = fit_student("blda", lr_blda, tau_blda, next_targets, pool=s_next)
     next_acc = greedy_exact_match(next_model, s_side, test)
+    # diagnostic: BLDA alone (no cross-entropy) at BLDA's settings; exact match on test and on training problems
+    only_model, only_losses = fit_student("blda", lr_blda, tau_blda, targets[tau_blda], ce_weight=0.0)
+    only_acc = greedy_exact_match(only_model, s_side, test)
+    n_fit = min(300, len(student_pool))
+    only_train_acc = greedy_exact_match(only_model, s_side, student_pool[:n_fit])
+    sft_train_acc = greedy_exact_match(res.payload("sft")[1], s_side, student_pool[:n_fit])
     collapsed = sum(not np.isfinite(v[0]) for v in runs.values())
     elapsed = time.perf_counter() - t0
 
@@ -302,6 +311,11 @@ def run(mode: str, seed: int) -> Outcome:
         **{f"{m}_val_acc": res.score(m) for m in METHODS},
         "control_acc": control_acc,
         "blda_next_step_acc": next_acc,
+        "blda_only_acc": only_acc,
+        "blda_only_train_acc": only_train_acc,
+        "sft_train_acc": sft_train_acc,
+        "blda_only_first_loss": float(np.mean(only_losses[:10])),
+        "blda_only_last_loss": float(np.mean(only_losses[-10:])),
         "blda_next_step_minus_sft_pts": pts * (next_acc - acc["sft"]),
         "blda_minus_sft_pts": pts * (acc["blda"] - acc["sft"]),
         "blda_minus_uld_pts": pts * (acc["blda"] - acc["uld"]),
@@ -332,6 +346,12 @@ def run(mode: str, seed: int) -> Outcome:
             "selected": f"lr={lr_blda:g}, temperature={tau_blda:g}",
         },
         {
+            "method": "BLDA alone, no cross-entropy (diagnostic, BLDA's settings)",
+            "tokenizer": "BPE-B (student)",
+            "test exact match": only_acc,
+            "selected": f"lr={lr_blda:g}, temperature={tau_blda:g}",
+        },
+        {
             "method": "BLDA from an untrained teacher (control)",
             "tokenizer": "BPE-B (student)",
             "test exact match": control_acc,
@@ -351,6 +371,9 @@ def run(mode: str, seed: int) -> Outcome:
         f"Tokenizations of one test problem: teacher {t_ex}, student {s_ex}.",
         f"Strongest baseline (the better of tuned SFT and ULD): {strongest:.3f}; BLDA minus it "
         f"{metrics['blda_minus_strongest_pts']:+.1f} points.",
+        f"Diagnostic, BLDA alone (no cross-entropy): test exact match {only_acc:.3f}, on {n_fit} training problems "
+        f"{only_train_acc:.3f} (SFT {sft_train_acc:.3f}); its loss (KL per answer byte) fell from "
+        f"{metrics['blda_only_first_loss']:.2f} to {metrics['blda_only_last_loss']:.2f}.",
         f"Untrained teacher's own exact match {untrained_acc:.3f}; collapsed (non-finite) student runs {collapsed}.",
         f"Wall time of this seed: {elapsed:.0f} s.",
     ]
@@ -373,7 +396,7 @@ def _figure(table: list[dict[str, Any]]) -> Any:
     fig, ax = plt.subplots(figsize=(7, 2.8))
     names = [r["method"] for r in table]
     vals = [0.0 if not np.isfinite(r["test exact match"]) else r["test exact match"] for r in table]
-    ax.barh(range(len(vals)), vals, color=["0.5", "C0", "C1", "C2", "C4", "C3"][: len(vals)])
+    ax.barh(range(len(vals)), vals, color=["0.5", "C0", "C1", "C2", "C4", "C5", "C3"][: len(vals)])
     ax.set_yticks(range(len(vals)), names, fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("held-out exact match")

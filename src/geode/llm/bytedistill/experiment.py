@@ -202,8 +202,12 @@ def train_student(
     kd_weight: float,
     temperature: float,
     seed: int,
+    ce_weight: float = 1.0,
 ) -> list[float]:
-    """Train a student with SFT (answer CE), CE + kd_weight * ULD, or CE + kd_weight * BLDA; returns losses."""
+    """Train a student with SFT (answer CE), CE + kd_weight * ULD, or CE + kd_weight * BLDA; returns losses.
+
+    ``ce_weight`` scales the cross-entropy term (0 with a distillation method: distillation alone).
+    """
     import torch
 
     if method not in METHODS:
@@ -217,7 +221,7 @@ def train_student(
         pick = rng.integers(0, len(exs), batch)
         b = [exs[i] for i in pick]
         lg = step_logits(model, side, b)
-        loss = answer_ce(lg, b)
+        loss = ce_weight * answer_ce(lg, b)
         if method == "uld":
             s_rows, t_rows = [], []
             for i, (j, e) in enumerate(zip(pick, b)):

