@@ -29,7 +29,7 @@ cross-tokenizer baselines (+1.75 GSM8K points over the best, off-policy).
   exactly. Inside a token the path does not break, so the model's distribution after a token ending there is
   unknown: by default (``inner="renormalize"``) the ending mass is dropped and the continuation mass
   renormalised; ``inner="next_step"`` routes it through the next observed step's first-byte marginal as a
-  proxy. The claim check uses the default.
+  proxy. The claim check uses the default and reports the other (identical there, see the claim).
 - *Special tokens* (no bytes) are not observable: their mass is renormalised away, and paths must not
   contain them. Structurally impossible bytes (no token continues a prefix with them) get log-probability
   ``log(1e-30)`` in the student, a constant with no gradient.
@@ -51,10 +51,12 @@ cross-tokenizer baselines (+1.75 GSM8K points over the best, off-policy).
 addition, a digit-level teacher (exact match 0.93-0.97) and a student with a different BPE trained on 600
 problems: BLDA 0.076 / 0.053 / 0.056 against SFT 0.096 / 0.066 / 0.089 and ULD 0.083 / 0.069 / 0.064 (each
 tuned on validation with the same budget); BLDA from an untrained teacher 0.080 / 0.056 / 0.064, i.e. the
-trained teacher's byte distributions did not help the student here. Details in
-:mod:`geode.llm.bytedistill.claim`. The benchmark: BLDA (both projections, loss and backward) runs at 0.60x
-ULD's speed on the claim's 401/341-token vocabularies (4.1x its peak memory, 13 vs 3 MiB) and 2.3x faster
-than ULD with a 30,522-token WordPiece student (ULD sorts every row; 1.1x memory).
+trained teacher's byte distributions did not help. BLDA alone (no cross-entropy) barely learns (test 0.00-
+0.02): with the renormalised in-token reading, matching bytes along the student's own path does not penalise
+mass on tokens that end inside the observed token, so it does not train the greedy token path. Details in
+:mod:`geode.llm.bytedistill.claim`. The benchmark: BLDA (both projections, loss and backward) runs at 0.57x
+ULD's speed on the claim's 401/341-token vocabularies (4.1x its peak memory, 11 vs 3 MiB) and 2.2x faster
+than ULD with a 30,522-token WordPiece student (ULD sorts every row; 1.2x memory, 404 vs 340 MiB).
 
 No authors' code was read (the issue names none; the paper's repository was not found).
 """
