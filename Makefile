@@ -77,7 +77,7 @@ readme: setup
 	$(BIN)/python -m geode.catalog README.md
 
 lint: setup
-	$(BIN)/ruff check src tests benchmarks && $(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests && $(BIN)/ruff format --check src tests
 
 clean:
 	rm -rf $(VENV) $(FLOWER) $(OUT) .pytest_cache .ruff_cache
