@@ -343,7 +343,7 @@ def test_full_mode_on_smollm2_is_lossless(monkeypatch):
 
     tiny = {
         "smollm2": True, "top_k": 8, "chunk": 2, "batch": 2, "n_seq": 2, "gen": 12,
-        "steps": 1, "val": 1, "test": 2, "new": 6,
+        "steps": 1, "val": 1, "test": 1, "new": 4,
     }  # fmt: skip
     monkeypatch.setitem(claim._SIZES, "full", tiny)
     out = claim.run("full", 0)
