@@ -93,16 +93,20 @@ class DrafterData:
         self.feats, self.toks, self.probs = feats, toks, probs
         self.top_p, self.top_i, self.vocab_size = top_p, top_i, vocab_size
 
-    def windows(self, idx_n: np.ndarray, idx_t: np.ndarray, j: int) -> tuple[torch.Tensor, ...]:
-        """Windows at (sequence, start) pairs: feature f_i, tokens x_{i+1..i+1+j}, distributions P_{i+1..i+j}."""
+    def windows(self, idx_n: np.ndarray, idx_t: np.ndarray, j: int, device: Any = None) -> tuple[torch.Tensor, ...]:
+        """Windows at (sequence, start) pairs: feature f_i, tokens x_{i+1..i+1+j}, distributions P_{i+1..i+j}.
+
+        The sparse form densifies on ``device`` (default the CPU); the dense form ignores ``device``.
+        """
         n = torch.from_numpy(idx_n)
         t = torch.from_numpy(idx_t)
         r = torch.arange(j + 1)
         toks = self.toks[n.unsqueeze(1), t.unsqueeze(1) + 1 + r]
         if self.probs is None:
             at = (n.unsqueeze(1), t.unsqueeze(1) + 1 + r[:-1])
-            vals, idx = self.top_p[at], self.top_i[at]
-            probs = torch.zeros(*idx.shape[:2], int(self.vocab_size), dtype=vals.dtype).scatter_(-1, idx, vals)
+            vals, idx = self.top_p[at].to(device), self.top_i[at].to(device)
+            probs = torch.zeros(*idx.shape[:2], int(self.vocab_size), dtype=vals.dtype, device=device)
+            probs.scatter_(-1, idx, vals)
             return self.feats[n, t], toks, probs
         probs = self.probs[n.unsqueeze(1), t.unsqueeze(1) + 1 + r[:-1]]
         return self.feats[n, t], toks, probs
@@ -219,7 +223,7 @@ def train_drafter(
     for _ in range(steps):
         ni = rng.integers(0, n, size=batch)
         ti = rng.integers(0, t - j - 1, size=batch)
-        feat, toks, probs = (x.to(dev) for x in data.windows(ni, ti, j))
+        feat, toks, probs = (x.to(dev) for x in data.windows(ni, ti, j, device=dev))
         loss = drafter_loss(drafter, feat, toks, probs, generator=gen, **loss_kw)
         opt.zero_grad(set_to_none=True)
         loss.backward()
