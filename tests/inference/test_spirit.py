@@ -117,3 +117,23 @@ def test_spirit_explores_every_ratio_then_exploits(model):
         pol.observe(s, speed, [])
     assert seen == [1, 2, 3]
     assert len(pol.choose(1)) == 2  # the fastest ratio is kept
+
+
+@pytest.mark.needs_lm
+@pytest.mark.slow
+def test_full_mode_on_smollm2_is_lossless(monkeypatch):
+    """The full-mode pipeline (SmolLM2-135M, 30 layers, copy / count stream) at tiny sizes: SPIRIT == AR.
+
+    The real full mode is written for a GPU and not run here; this runs its code path on the CPU.
+    """
+    import geode.inference.spirit.claim as claim
+
+    tiny = {"smollm2": True, "per_block": 2, "val_block": 1, "oracle_req": 1, "n_static": 1, "shots": 1, "max_new": 2}
+    monkeypatch.setitem(claim._SIZES, "full", tiny)
+    out = claim.run("full", 0)
+    m = out.metrics
+    assert m["identical_fraction"] == 1.0
+    assert all(np.isfinite(v) for v in m.values())
+    assert "SmolLM2" in out.notes[0] and "30 layers" in out.notes[0]
+    skipped = [int(i) for row in out.table if row["skipped"] for i in row["skipped"].split()]
+    assert skipped and max(skipped) <= 28 and min(skipped) >= 1  # 30 layers; the first and last never skipped

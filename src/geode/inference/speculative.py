@@ -32,6 +32,10 @@ the rejected branches (a gather along the sequence axis of every layer). Tree at
 mask with explicit position ids; tested on HF Llama (the tiny LMs of :mod:`geode.models` and SmolLM2's
 architecture), ``transformers`` 5.x ``DynamicCache`` (``cache.layers[i].keys``).
 
+Devices: the session, :func:`speculative_decode` and :func:`autoregressive_decode` create their tensors on
+the target's device (:func:`model_device`), so a CUDA target works as a CPU one does; drafters receive the
+target feature on that device.
+
 Not moved from :mod:`geode.inference.spirit`: its decoding is chain-only, cache-free and tied to layer
 skipping; this module is the general core, and SPIRIT is left as it is.
 
@@ -76,6 +80,7 @@ __all__ = [
     "check_budget",
     "check_vocab",
     "feature_layers",
+    "model_device",
     "speculative_decode",
     "verify_greedy",
     "verify_sampling",
@@ -268,6 +273,14 @@ def verify_sampling(tree: DraftTree, target_probs: np.ndarray, rng: np.random.Ge
 
 
 # ---------------------------------------------------------------------------------------------- target + cache
+def model_device(model: Any) -> Any:
+    """The device of ``model``'s first parameter (CPU for a model without parameters)."""
+    import torch
+
+    p = next(iter(model.parameters()), None)
+    return p.device if p is not None else torch.device("cpu")
+
+
 def _forward(model: Any, ids: Any, cache: Any, mask: Any = None, pos: Any = None) -> Any:
     return model(
         input_ids=ids, cache=cache, use_cache=True, attention_mask=mask, position_ids=pos, output_hidden_states=True
@@ -291,6 +304,7 @@ class TargetSession:
         from transformers import DynamicCache
 
         self.model = model
+        self.device = model_device(model)
         self.tokens = [int(t) for t in prompt]
         if not self.tokens:
             raise ValueError("prompt: must hold at least one token")
@@ -301,7 +315,7 @@ class TargetSession:
         self.features = None  # target feature of the last cached position (None before any)
         if len(self.tokens) > 1:
             with torch.no_grad():
-                out = _forward(model, torch.tensor([self.tokens[:-1]]), self.cache)
+                out = _forward(model, torch.tensor([self.tokens[:-1]], device=self.device), self.cache)
             self.features = self._feat(out)[-1]
 
     def _feat(self, out: Any) -> Any:
@@ -325,9 +339,10 @@ class TargetSession:
         allow[:, past:] = tree.ancestor_mask()
         mask = torch.zeros(1, 1, n, past + n)
         mask[0, 0][torch.from_numpy(~allow)] = torch.finfo(torch.float32).min
-        pos = torch.tensor([[past + d for d in tree.depths]])
+        pos = torch.tensor([[past + d for d in tree.depths]], device=self.device)
+        mask = mask.to(self.device)
         with torch.no_grad():
-            out = _forward(self.model, torch.tensor([tree.tokens]), self.cache, mask, pos)
+            out = _forward(self.model, torch.tensor([tree.tokens], device=self.device), self.cache, mask, pos)
         return out.logits[0], self._feat(out)
 
     def commit(self, tree: DraftTree, path: Sequence[int], bonus: int) -> None:
@@ -335,7 +350,7 @@ class TargetSession:
         import torch
 
         past = self.n_cached
-        keep = torch.tensor(list(range(past)) + [past + i for i in path])
+        keep = torch.tensor(list(range(past)) + [past + i for i in path], device=self.device)
         for layer in self.cache.layers:
             layer.keys = layer.keys.index_select(2, keep)
             layer.values = layer.values.index_select(2, keep)
@@ -424,7 +439,7 @@ class SpecStats:
 def _probs(logits: Any, temperature: float) -> np.ndarray:
     import torch
 
-    p = torch.softmax(logits.double() / temperature, dim=-1).numpy()
+    p = torch.softmax(logits.double() / temperature, dim=-1).cpu().numpy()
     return p / p.sum(-1, keepdims=True)
 
 
@@ -530,8 +545,9 @@ def autoregressive_decode(
     rng = np.random.default_rng(seed)
     target.eval()
     cache = DynamicCache()
+    dev = model_device(target)
     out: list[int] = []
-    x = torch.tensor([ids])
+    x = torch.tensor([ids], device=dev)
     for _ in range(max_new):
         with torch.no_grad():
             logits = target(input_ids=x, cache=cache, use_cache=True).logits[0, -1]
@@ -543,5 +559,5 @@ def autoregressive_decode(
         out.append(t)
         if eos is not None and t == eos:
             break
-        x = torch.tensor([[t]])
+        x = torch.tensor([[t]], device=dev)
     return out

@@ -190,7 +190,7 @@ class EagleDrafter(_DrafterBase):
         cond = self.cond_proj(feature.unsqueeze(0))
         calls = 0
         for _ in range(self.depth):
-            toks = torch.tensor([tree.tokens[n] for n, _ in frontier])
+            toks = torch.tensor([tree.tokens[n] for n, _ in frontier], device=feature.device)
             h, lg = self.step(cond, toks)
             calls += 1
             lp = F.log_softmax(lg, -1)
@@ -265,7 +265,7 @@ class ParallelDrafter(_BlockDrafter):
 
     def build_tree(self, feature: torch.Tensor, token: int, budget: int) -> tuple[DraftTree, int, float]:
         budget = check_budget(budget)
-        _, lg = self.block(self.cond_proj(feature.unsqueeze(0)), torch.tensor([token]))
+        _, lg = self.block(self.cond_proj(feature.unsqueeze(0)), torch.tensor([token], device=feature.device))
         lp = F.log_softmax(lg[0], -1)
         top = lp.topk(min(self.topk, self.vocab_size), -1)
         tree = DraftTree.root(token)
@@ -342,14 +342,14 @@ class SpecBlockDrafter(_BlockDrafter):
             starts = heapq.nsmallest(self.beam, pending)
             pending = []
             cond = torch.stack([c for *_, c in starts])
-            toks = torch.tensor([tree.tokens[n] for _, _, n, _ in starts])
+            toks = torch.tensor([tree.tokens[n] for _, _, n, _ in starts], device=feature.device)
             h, lg = self.block(cond, toks)
             calls += 1
             lp = F.log_softmax(lg, -1)
             if self.use_rank_head:
                 buckets = self.rank_logits(h, lg).argmax(-1)
             else:
-                buckets = torch.zeros(lp.shape[:2], dtype=torch.long)
+                buckets = torch.zeros(lp.shape[:2], dtype=torch.long, device=lp.device)
                 buckets[:, 0] = 1
             for r, (neg, _, node, _) in enumerate(starts):
                 s = -neg
@@ -408,7 +408,8 @@ def _rank_loss(
     rank_logits: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor, budget_per_class: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Rank loss of one slot: smoothed soft CE x distance weight x frequency reweighting; returns (sum, weight)."""
-    c = torch.arange(4, dtype=torch.float32)
+    dev = rank_logits.device
+    c = torch.arange(4, dtype=torch.float32, device=dev)
     diff = labels.float().unsqueeze(-1) - c
     soft = 1.0 / (1.0 + diff.abs() + diff.clamp(min=0.0)).square()
     soft = soft / soft.sum(-1, keepdim=True)
@@ -416,8 +417,12 @@ def _rank_loss(
     pred = rank_logits.argmax(-1)
     d = (labels - pred).float()
     dist_w = 1.0 + d.abs() + d.clamp(min=0.0)
-    counts = torch.zeros(4).index_add_(0, labels, mask)
-    freq_w = (budget_per_class / counts.clamp_min(1.0)).clamp(max=1.0) if budget_per_class > 0 else torch.ones(4)
+    counts = torch.zeros(4, device=dev).index_add_(0, labels, mask)
+    freq_w = (
+        (budget_per_class / counts.clamp_min(1.0)).clamp(max=1.0)
+        if budget_per_class > 0
+        else torch.ones(4, device=dev)
+    )
     w = freq_w[labels] * mask
     return (ce * dist_w * w).sum(), w.sum()
 
@@ -462,16 +467,17 @@ def drafter_loss(
     """
     check_real("position_weight", position_weight, low=0.0, high=1.0)
     j_total = probs.shape[1]
+    dev = feat.device
     if toks.shape[1] != j_total + 1:
         raise ValueError(f"toks: need J + 1 = {j_total + 1} tokens per window; got {toks.shape[1]}")
     if isinstance(drafter, EagleDrafter):
         lg = drafter.unroll(feat, toks[:, :j_total])
-        w = position_weight ** torch.arange(j_total, dtype=torch.float32)
+        w = position_weight ** torch.arange(j_total, dtype=torch.float32, device=dev)
         return (_soft_ce(lg, probs).mean(0) * w).sum() / w.sum()
     if not isinstance(drafter, _BlockDrafter):
         raise TypeError(f"drafter: expected one of the geode drafters; got {type(drafter).__name__}")
     kk = drafter.K
-    w = position_weight ** torch.arange(kk, dtype=torch.float32)
+    w = position_weight ** torch.arange(kk, dtype=torch.float32, device=dev)
     if isinstance(drafter, ParallelDrafter):
         if j_total < kk:
             raise ValueError(f"probs: need at least K = {kk} positions; got {j_total}")
@@ -482,34 +488,34 @@ def drafter_loss(
         raise ValueError(f"probs: {n_blocks} blocks of K = {kk} need {n_blocks * kk} positions; got {j_total}")
     b = feat.shape[0]
     cond = drafter.cond_proj(feat)
-    offset = torch.zeros(b, dtype=torch.long)
-    ar = torch.arange(b)
-    total = torch.zeros(())
+    offset = torch.zeros(b, dtype=torch.long, device=dev)
+    ar = torch.arange(b, device=dev)
+    total = torch.zeros((), device=dev)
     norm = 0.0
-    rank_sum, rank_w = torch.zeros(()), torch.zeros(())
+    rank_sum, rank_w = torch.zeros((), device=dev), torch.zeros((), device=dev)
     for blk in range(n_blocks):
         h, lg = drafter.block(cond, toks[ar, offset])
-        idx = offset.unsqueeze(1) + torch.arange(kk)  # (B, K) positions of the block's targets
+        idx = offset.unsqueeze(1) + torch.arange(kk, device=dev)  # (B, K) positions of the block's targets
         p = probs[ar.unsqueeze(1), idx]  # (B, K, V)
         ce = _soft_ce(lg, p)
         tgt = p.argmax(-1)
         correct = (lg.argmax(-1) == tgt).float()
         if chain_mask:  # valid prefix: slot k counts where slots < k were top-1 correct
-            mask = torch.cat([torch.ones(b, 1), torch.cumprod(correct, 1)[:, :-1]], dim=1).detach()
+            mask = torch.cat([torch.ones(b, 1, device=dev), torch.cumprod(correct, 1)[:, :-1]], dim=1).detach()
         else:
-            mask = torch.ones(b, kk)
+            mask = torch.ones(b, kk, device=dev)
         total = total + ((ce * mask).sum(0) / mask.sum(0).clamp_min(1.0) * w).sum()
         norm += float(w.sum())
         if drafter.use_rank_head:
             rl = drafter.rank_logits(h, lg)
             labels = rank_buckets(lg.detach(), tgt)
-            chain = torch.ones(b)
+            chain = torch.ones(b, device=dev)
             for k in range(kk):
                 s, c = _rank_loss(rl[:, k], labels[:, k], chain, budget_per_class)
                 rank_sum, rank_w = rank_sum + s, rank_w + c
                 chain = chain * (rl[:, k].argmax(-1) == labels[:, k]).float()
         if blk + 1 < n_blocks:
-            m = torch.randint(1, kk + 1, (b,), generator=generator)
+            m = torch.randint(1, kk + 1, (b,), generator=generator).to(dev)  # drawn on the CPU generator
             cond = h[ar, m - 1]  # cross-block inheritance: the next block starts from slot M-1
             offset = offset + m
     loss = total / norm

@@ -4,7 +4,8 @@
   speculative verification, with a per-forward cost model;
 * :mod:`~geode.inference.spirit.policies`: SPIRIT-like speed-driven selection (ratio, then pattern, with
   shift-aware profiles) and the SWIFT-like matchness baseline, run over a request stream;
-* :mod:`~geode.inference.spirit.stream`: the claim's two-task world (tiny Llama on copy / reversal).
+* :mod:`~geode.inference.spirit.stream`: the claim's two-task world (tiny Llama on copy / reversal; in
+  ``full`` mode the pretrained SmolLM2-135M-Instruct on in-context copy / count requests).
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ framework overhead). Tokens per unit cost is the modeled throughput; plain greed
 Inferred details (no public SPIRIT code): whole decoder layers are skipped, not attention and MLP
 sub-layers separately as in SWIFT; the first and last layers are never skipped (as in SWIFT); no KV cache
 (each forward re-reads the full context; the tiny models make this cheap, and the cost model is per forward).
+Forwards run on the model's device (CUDA in the claim's full mode); token ids and argmaxes stay on the CPU.
 """
 
 from __future__ import annotations
@@ -107,8 +108,9 @@ class DecodeStats:
 def _argmax_all(model: Any, ids: Any) -> Any:
     import torch
 
-    with torch.no_grad():
-        return model(input_ids=ids, use_cache=False).logits[0].argmax(-1)
+    with torch.no_grad():  # ids are built on the CPU; the model may live on CUDA (full mode)
+        dev = next(model.parameters()).device
+        return model(input_ids=ids.to(dev), use_cache=False).logits[0].argmax(-1).cpu()
 
 
 def greedy_decode(model: Any, prompt: Sequence[int], max_new: int, *, eos: int | None = None) -> list[int]:

@@ -15,7 +15,7 @@ import numpy as np
 
 from geode.models.tasks import FIRST_SYMBOL, SPECIAL_TOKENS
 
-__all__ = ["TASK_TOKENS", "make_requests", "sample_sequences", "train_target"]
+__all__ = ["TASK_TOKENS", "make_requests", "sample_sequences", "smollm2_requests", "train_target"]
 
 TASK_TOKENS = (SPECIAL_TOKENS["BOS"], 9)
 EOS = SPECIAL_TOKENS["EOS"]
@@ -72,3 +72,39 @@ def train_target(
         opt.step()
     model.eval()
     return model
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def smollm2_requests(
+    tok: Any, blocks: list[int], per_block: int, rng: np.random.Generator, *, shots: int = 4, length: int = 6
+) -> tuple[list[tuple[list[int], int]], list[str]]:
+    """The full mode's two-task stream for the pretrained SmolLM2 target, and each request's answer text.
+
+    Task 0 (copy): ``shots`` examples ``Copy: a b c d e f = a b c d e f`` and then a query
+    ``Copy: ... =``, answer the ``length`` letters. Task 1 (count): ``Count: n n+1 .. n+7``, answer the next
+    ``length`` numbers. The two prompt families start with different tokens (the policies' signature). The
+    pretrained model cannot be trained on copy/reversal as the quick mode's target is, so full mode uses two
+    tasks a 135M-parameter LM does in context; a deliberate change of tasks. Probe (greedy, 18 new tokens,
+    10 prompts per task from this function): copy 7/10, count 10/10; in-context upper-casing of letters
+    failed (0/5) in an earlier probe; reversal was not tried.
+    """
+    reqs: list[tuple[list[int], int]] = []
+    answers: list[str] = []
+    for t in blocks:
+        for _ in range(per_block):
+            if t == 0:
+                lines = []
+                for _ in range(shots):
+                    x = " ".join(rng.choice(list(_LETTERS), length))
+                    lines.append(f"Copy: {x} = {x}")
+                x = " ".join(rng.choice(list(_LETTERS), length))
+                text, ans = "\n".join(lines + [f"Copy: {x} ="]), " " + x
+            else:
+                a = int(rng.integers(10, 80))
+                text = "Count: " + " ".join(str(a + i) for i in range(8))
+                ans = " " + " ".join(str(a + 8 + i) for i in range(length))
+            reqs.append(([int(i) for i in tok(text)["input_ids"]], t))
+            answers.append(ans)
+    return reqs, answers
