@@ -41,7 +41,7 @@ import scipy.linalg
 import scipy.sparse as sp
 import scipy.sparse.linalg
 
-from geode.core import as_generator, check_array, check_int, check_real
+from geode.core import as_generator, check_array, check_int, check_real, sign_fixed_qr
 
 __all__ = [
     "Mesh",
@@ -359,9 +359,7 @@ def icosphere(subdivisions: int = 2) -> tuple[np.ndarray, np.ndarray]:
 
 def random_rotation(seed: Any) -> np.ndarray:
     """A uniformly random rotation matrix (QR of a Gaussian matrix, sign-fixed, det +1)."""
-    rng = as_generator(seed)
-    q, r = np.linalg.qr(rng.standard_normal((3, 3)))
-    q = q * np.sign(np.diag(r))
+    q, _ = sign_fixed_qr(as_generator(seed).standard_normal((3, 3)))  # Haar on O(3)
     if np.linalg.det(q) < 0:
         q[:, 0] = -q[:, 0]
     return q

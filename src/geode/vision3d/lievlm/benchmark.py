@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from geode.core import sign_fixed_qr
 from geode.vision3d.lievlm.router import AdditiveFusion, ConcatFusion, LieRouter, MLPFusion, so3_exp
 
 __all__ = ["FUSIONS", "PoseDriftModel", "PoseDriftWorld", "make_pose_drift_world", "sample_pose_drift"]
@@ -73,8 +74,7 @@ def make_pose_drift_world(
     d = 3 * n_triplets
     protos = rng.normal(size=(n_classes, d))
     protos *= math.sqrt(d) / np.linalg.norm(protos, axis=1, keepdims=True)
-    q, r = np.linalg.qr(rng.normal(size=(d, d)))
-    mix = q * np.sign(np.diag(r))
+    mix, _ = sign_fixed_qr(rng.normal(size=(d, d)))  # Haar-random orthogonal mixing
     return PoseDriftWorld(
         protos, mix, rng.uniform(0.5, 1.5, n_triplets), n_objects, class_noise, token_noise, geo_noise
     )
