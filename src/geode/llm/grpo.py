@@ -34,7 +34,15 @@ from typing import Any
 
 from geode.core.validation import check_int, check_positive, check_real
 
-__all__ = ["CompactGRPO", "group_advantages", "grpo_loss", "k3_kl", "response_logprobs", "sample_responses"]
+__all__ = [
+    "CompactGRPO",
+    "group_advantages",
+    "grpo_loss",
+    "k3_kl",
+    "response_logprobs",
+    "rollout_group",
+    "sample_responses",
+]
 
 
 def group_advantages(rewards: Any, group_size: int, *, eps: float = 1e-4, scale: bool = True) -> Any:
@@ -125,6 +133,41 @@ def sample_responses(
         seen = (resp == eos_token_id).long().cumsum(1)
         mask = (seen == 0) | ((seen == 1) & (resp == eos_token_id))
     return resp, mask
+
+
+def rollout_group(
+    model: Any,
+    prompt_ids: Any,
+    reward_fn: Callable[[Any, Any, Any], Any],
+    *,
+    group_size: int,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    eos_token_id: int | None = None,
+    generator: Any = None,
+) -> tuple[Any, Any, Any, Any, Any]:
+    """One GRPO rollout: ``group_size`` sampled responses per prompt, their rewards and group advantages.
+
+    Returns ``(prompts, responses, mask, rewards, advantages)`` with ``prompts`` repeated to one row per
+    response (the layout of :func:`sample_responses`); ``reward_fn(prompts, responses, mask)`` must give one
+    reward per response.
+    """
+    import torch
+
+    resp, mask = sample_responses(
+        model,
+        prompt_ids,
+        n=group_size,
+        max_new_tokens=max_new_tokens,
+        temperature=temperature,
+        eos_token_id=eos_token_id,
+        generator=generator,
+    )
+    prompts = prompt_ids.repeat_interleave(group_size, 0)
+    rewards = torch.as_tensor(reward_fn(prompts, resp, mask), dtype=torch.float64).reshape(-1)
+    if rewards.numel() != resp.shape[0]:
+        raise ValueError(f"reward_fn must return one reward per response ({resp.shape[0]}); got {rewards.numel()}")
+    return prompts, resp, mask, rewards, group_advantages(rewards, group_size)
 
 
 def grpo_loss(
@@ -243,20 +286,16 @@ class CompactGRPO:
         """Sample a group per prompt, score it, and take one policy-gradient step."""
         import torch
 
-        resp, mask = sample_responses(
+        prompts, resp, mask, rewards, adv = rollout_group(
             self.policy,
             prompt_ids,
-            n=self.group_size,
+            self.reward_fn,
+            group_size=self.group_size,
             max_new_tokens=self.max_new_tokens,
             temperature=self.temperature,
             eos_token_id=self.eos_token_id,
             generator=self.generator,
         )
-        prompts = prompt_ids.repeat_interleave(self.group_size, 0)
-        rewards = torch.as_tensor(self.reward_fn(prompts, resp, mask), dtype=torch.float64).reshape(-1)
-        if rewards.numel() != resp.shape[0]:
-            raise ValueError(f"reward_fn must return one reward per response ({resp.shape[0]}); got {rewards.numel()}")
-        adv = group_advantages(rewards, self.group_size)
         with torch.no_grad():
             ref_logp = response_logprobs(self.ref_model, prompts, resp)
         self.policy.train()

@@ -36,7 +36,7 @@ import torch
 from geode.core.validation import check_choice, check_int, check_positive, check_real
 from geode.llm.cpa.loss import cpa_logprob_gap, cpa_loss, truncated_is_weights
 from geode.llm.cpa.quant import fake_quant_disabled, fp4_layers, quantize_model
-from geode.llm.grpo import group_advantages, grpo_loss, response_logprobs, sample_responses
+from geode.llm.grpo import grpo_loss, response_logprobs, rollout_group
 
 __all__ = ["LowPrecisionGRPO", "LowPrecisionStats"]
 
@@ -166,22 +166,18 @@ class LowPrecisionGRPO:
     def step(self, prompt_ids: Any) -> LowPrecisionStats:
         """Weight sync, rollout, trainer forward, and one policy-gradient step (skipped if non-finite)."""
         self.sync()
-        resp, mask = sample_responses(
+        prompts, resp, mask, rewards, adv = rollout_group(
             self.engine,
             prompt_ids,
-            n=self.group_size,
+            self.reward_fn,
+            group_size=self.group_size,
             max_new_tokens=self.max_new_tokens,
             temperature=self.temperature,
             eos_token_id=self.eos_token_id,
             generator=self.generator,
         )
-        prompts = prompt_ids.repeat_interleave(self.group_size, 0)
         with torch.no_grad():
             roll_logp = response_logprobs(self.engine, prompts, resp)
-        rewards = torch.as_tensor(self.reward_fn(prompts, resp, mask), dtype=torch.float64).reshape(-1)
-        if rewards.numel() != resp.shape[0]:
-            raise ValueError(f"reward_fn must return one reward per response ({resp.shape[0]}); got {rewards.numel()}")
-        adv = group_advantages(rewards, self.group_size)
         self.policy.train()
         nan = float("nan")
         try:
