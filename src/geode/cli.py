@@ -37,6 +37,8 @@ err_console = Console(stderr=True)
 
 _MODES = ("smoke", "quick", "full")
 MAX_SEEDS = 1000
+DEFAULT_MAX_SEEDS = 5
+"""Seeds a claim may reach by adding while its verdict is underpowered (README: what it costs)."""
 MAX_JOBS = 256
 _DEFAULT_TIMEOUT = {"smoke": 300.0, "quick": 1200.0, "full": None}
 _VERDICT_STYLE = {
@@ -112,6 +114,9 @@ def _state_of(rec: dict[str, Any]) -> str:
 def show(
     slug: Annotated[str, typer.Argument(help="The paper's slug.")],
     out: Annotated[str, typer.Option("--out", "-o", help="Results folder.")] = "geode-results",
+    seeds: Annotated[
+        str | None, typer.Option("--seeds", "-s", help="Judge only these stored seeds: 7,8,9 or 10-12.")
+    ] = None,
 ) -> None:
     """Show one paper: its claim, thresholds, floors and controls, and the verdict over its stored seeds."""
     try:
@@ -129,64 +134,130 @@ def show(
     console.print(f"[bold]Claim.[/] {escape(c.claim)}")
     console.print(f"[bold]Paper's figure.[/] {escape(c.paper_figure)}")
     console.print(f"[bold]Baselines.[/] {escape(', '.join(c.baselines))}")
-    t = Table(
-        "threshold",
-        "rule",
-        "negative control",
-        "meaning",
-        title="Thresholds (fixed before running)",
-        title_justify="left",
-    )
-    for th in c.thresholds:
-        t.add_row(
-            th.name,
-            escape(f"{th.agg}({th.metric}) {th.op} {th.value:g}"),
-            escape(", ".join(th.controls) or "none"),
-            escape(th.description),
-        )
-    console.print(t)
-    console.print(
-        f"reproduced when: {escape(c.reproduced or 'all verdict thresholds hold')}; partial when: "
-        f"{escape(c.partial or 'never')}; valid when: {escape(c.validity or 'always (no floors declared)')}; "
-        f"seeds needed: {c.min_seeds}" + (f" ({escape(c.replication)})" if c.replication else "")
-    )
+    _print_definition(c)
     from geode.claims.report import summarize
     from geode.claims.store import ResultStore
 
-    scan = ResultStore(folder).scan()
-    for problem in scan.problems:
-        if f"/{slug}/" in problem or f"{slug} " in problem:
-            err_console.print(f"skipped: {_clean(problem)}", markup=False, highlight=False)
-    recs = [r for r in scan.records if r["slug"] == slug]
+    scan = ResultStore(folder).scan(slug) if folder.is_dir() else None
+    for problem in scan.problems if scan else []:
+        err_console.print(f"skipped: {_clean(problem)}", markup=False, highlight=False)
+    recs = scan.records if scan else []
+    if seeds is not None:
+        from geode.claims.seeds import parse_seeds
+
+        try:
+            wanted = set(parse_seeds(seeds))
+        except ValueError as exc:
+            raise UsageFailure(str(exc)) from None
+        recs = [r for r in recs if r["seed"] in wanted]
     if not recs:
-        console.print(f"No stored results in {escape(str(folder))}.")
+        console.print(f"No stored results in {escape(str(folder))}" + (" for those seeds." if seeds else "."))
         return
     (row,) = [r for r in summarize(recs, {slug: c.describe()}) if r.paper.slug == slug]
+    own = dict(zip(row.seeds, row.evaluation.seed_verdicts)) if row.evaluation else {}
     for rec in sorted(recs, key=lambda r: (r["mode"], r["seed"])):
         state = _state_of(rec)
-        stale = "" if rec.get("claim_hash") == c.definition_hash() or rec["status"] != "ok" else " (stale)"
+        if rec["status"] == "ok" and rec["mode"] == row.mode and rec["seed"] in own and rec in row.records:
+            state = own[rec["seed"]]  # judged now, by the current definition (never the stored verdict)
+        stale = "" if rec in row.records or rec["status"] != "ok" or rec["mode"] != row.mode else " (stale)"
         name = f"{rec['mode']}-seed{rec['seed']}.json"
         console.print(
             f"  {name}: [{_VERDICT_STYLE.get(state, '')}]{state}[/]{stale}  {escape(_clean(rec.get('summary', '')))}"
         )
     style = _VERDICT_STYLE.get(row.state, "")
+    label = row.evaluation.label if row.evaluation else row.state
+    used = ", ".join(str(s) for s in row.seeds) or "none"
     console.print(
-        f"[bold]Verdict over {len(row.records)} seed(s) of {row.mode or 'no current mode'}:[/] [{style}]{row.state}[/]"
+        f"[bold]Verdict over {len(row.records)} seed(s) of {row.mode or 'no current mode'} (seeds {used}):[/] "
+        f"[{style}]{escape(label)}[/]"
     )
-    if row.evaluation:
-        for reason in row.evaluation.reasons:
-            console.print(f"  inconclusive: {escape(reason)}")
-        for flag in row.evaluation.flags:
-            console.print(f"  [yellow]flag:[/] {escape(flag)}")
-        for ch in row.evaluation.checks:
-            ok = "[green]pass[/]" if ch["passed"] else "[red]fail[/]"
-            console.print(
-                f"  {ch['name']} ({ch['role']}): {ok}  measured {_fmt_num(ch['measured'])}; {ch['discrimination']}"
-            )
+    ev = row.evaluation
+    if ev is None:
+        return
+    for reason in ev.reasons:
+        console.print(f"  inconclusive: {escape(reason)}")
+    for flag in ev.flags:
+        console.print(f"  [yellow]flag:[/] {escape(flag)}")
+    from geode.claims.report import _ablation_text, _coverage_rows, _measured_text, _needs_text, _state_text
+
+    t = Table("threshold", "role", "needs / on", "measured [90% interval]", "state", "idea ablation", "control")
+    for ch in ev.checks:
+        st = _state_text(ch)
+        colour = "green" if st == "passed" else ("red" if st == "failed" else "yellow")
+        t.add_row(
+            ch["name"],
+            ch["role"],
+            escape(_needs_text(ch)),
+            escape(_measured_text(ch)),
+            f"[{colour}]{escape(st)}[/]",
+            escape(_ablation_text(ch)),
+            escape(ch["discrimination"]),
+        )
+    console.print(t)
+    cov = Table("method", "kind", "protocol check", title="Tuning coverage and learned arms", title_justify="left")
+    for r in _coverage_rows(row):
+        cov.add_row(*(escape(x) for x in r))
+    console.print(cov)
+
+
+def _print_definition(c: Any) -> None:
+    """The thresholds and floors of a claim as fixed before running, and its rules."""
+    t = Table(
+        "threshold",
+        "rule",
+        "arms / needs",
+        "idea ablation",
+        "negative control",
+        "meaning",
+        title="Thresholds and floors (fixed before running)",
+        title_justify="left",
+    )
+    floors = {f.name for f in c.floors}
+    for th in (*c.thresholds, *c.floors):
+        from geode.claims.report import _rule_text
+
+        if th.name in floors:
+            scope = "floor on " + (", ".join(th.arms) if th.arms else "the bed")
+        else:
+            needs = c.rules.required_floors(th)
+            scope = f"arms {', '.join(th.arms) if th.arms is not None else 'all'}; needs {', '.join(needs) or '-'}"
+        t.add_row(
+            th.name,
+            escape(_rule_text(th.to_dict())),
+            escape(scope),
+            escape(th.ablation or ""),
+            escape(", ".join(th.controls) or "none"),
+            escape(th.description),
+        )
+    console.print(t)
+    r = c.rules
+    console.print(
+        f"reproduced when: {escape(r.reproduced or 'all verdict thresholds hold')}; partial when: "
+        f"{escape(r.partial or 'never')}; seeds needed: {r.min_seeds}"
+        + (f" ({escape(c.replication)})" if c.replication else "")
+        + f"; agreement: {r.agreement:.0%} of the seeds"
+    )
+    console.print(
+        f"method: {escape(', '.join(r.method) or 'not declared')}; "
+        f"tuned: {escape(', '.join(r.tuned) or 'none declared')}"
+        + (f"; nothing to tune: {escape(', '.join(r.untuned))}" if r.untuned else "")
+    )
 
 
 def _fmt_num(x: Any) -> str:
     return "n/a" if x is None else f"{x:.4g}"
+
+
+def _jobs(jobs: str | None) -> int | None:
+    """``--jobs``: a count, or ``auto`` for every core of this machine."""
+    if jobs is None:
+        return None
+    if jobs.strip().lower() == "auto":
+        return os.cpu_count() or 1
+    try:
+        return int(jobs)
+    except ValueError:
+        raise UsageFailure(f"--jobs must be a whole number or 'auto'; got {jobs!r}") from None
 
 
 def _check_counts(seeds: int, jobs: int | None, timeout: float | None) -> None:
@@ -226,9 +297,21 @@ def reproduce(
     slugs: Annotated[list[str] | None, typer.Argument(help="Slugs or wildcards of implemented papers.")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Every implemented paper.")] = False,
     mode: Annotated[str, typer.Option("--mode", "-m", help="smoke, quick or full.")] = "quick",
-    seeds: Annotated[int, typer.Option("--seeds", "-s", help="Run seeds 0..K-1 (verdicts need 3).")] = 3,
+    seeds: Annotated[
+        str, typer.Option("--seeds", "-s", help="A count (3: seeds 0-2), a list (7,8,9) or a range (10-12).")
+    ] = "3",
+    max_seeds: Annotated[
+        int,
+        typer.Option(
+            "--max-seeds",
+            help="Add seeds to a claim while its verdict is underpowered, up to this many of the mode (no more: 0).",
+        ),
+    ] = DEFAULT_MAX_SEEDS,
     jobs: Annotated[
-        int | None, typer.Option("--jobs", "-j", help="Worker processes, one thread each (default 1; Ray: its CPUs).")
+        str | None,
+        typer.Option(
+            "--jobs", "-j", help="Worker processes, one thread each, or 'auto' (every core); default 1; Ray: its CPUs."
+        ),
     ] = None,
     ray: Annotated[str | None, typer.Option("--ray", help="Run on Ray: 'local', 'auto' or an address.")] = None,
     out: Annotated[str, typer.Option("--out", "-o", help="Results folder.")] = "geode-results",
@@ -237,10 +320,23 @@ def reproduce(
         float | None, typer.Option("--timeout", help="Seconds per run (default: smoke 300, quick 1200, full none).")
     ] = None,
 ) -> None:
-    """Run the claim checks of implemented papers and store their results (3 seeds by default)."""
+    """Run the claim checks of implemented papers and store their results (seeds 0-2 by default).
+
+    A claim whose verdict is inconclusive only because a deciding threshold is unresolved (its interval still
+    contains its bound) gets one more seed at a time, up to --max-seeds seeds of the mode.
+    """
     if mode not in _MODES:
         raise UsageFailure(f"unknown mode {mode!r}; modes: {', '.join(_MODES)}")
-    _check_counts(seeds, jobs, timeout)
+    from geode.claims.seeds import parse_seeds
+
+    try:
+        seed_list = parse_seeds(seeds)
+    except ValueError as exc:
+        raise UsageFailure(str(exc)) from None
+    n_jobs = _jobs(jobs)
+    _check_counts(len(seed_list), n_jobs, timeout)
+    if not 0 <= max_seeds <= MAX_SEEDS:
+        raise UsageFailure(f"--max-seeds must be >= 0 and <= {MAX_SEEDS}; got {max_seeds}")
     if not slugs and not all_:
         raise UsageFailure("name papers to reproduce (slugs or wildcards), or pass --all")
     chosen = catalog.papers() if all_ else _select(slugs or [], None)
@@ -267,8 +363,8 @@ def reproduce(
             check_ray_address(ray)
         except RunnerUsageError as exc:
             raise UsageFailure(str(exc)) from None
-    if jobs is not None and jobs > (os.cpu_count() or 1) and not ray:
-        err_console.print(f"[dim]note: --jobs {jobs} is more than this machine's {os.cpu_count()} CPUs[/]")
+    if n_jobs is not None and n_jobs > (os.cpu_count() or 1) and not ray:
+        err_console.print(f"[dim]note: --jobs {n_jobs} is more than this machine's {os.cpu_count()} CPUs[/]")
     if planned:
         err_console.print(f"[dim]skipping {len(planned)} planned paper(s) without a claim check[/]")
     from rich.progress import (
@@ -281,13 +377,15 @@ def reproduce(
     )
 
     from geode.claims.runner import RunnerUsageError, StoreWriteError, Task, run_tasks
+    from geode.claims.seeds import SeedAdder
 
     def tasks() -> Any:  # lazily: never more Task objects than are running
         for p in implemented:
-            for s in range(seeds):
+            for s in seed_list:
                 yield Task(p.slug, mode, s)
 
-    total = len(implemented) * seeds
+    total = len(implemented) * len(seed_list)
+    requested = [Task(p.slug, mode, s) for p in implemented for s in seed_list]
     records: list[dict[str, Any]] = []
     skipped: dict[str, int] = {}
     with Progress(
@@ -308,6 +406,16 @@ def reproduce(
         def on_note(msg: str) -> None:
             progress.console.print(f"[yellow]{escape(_clean(msg))}[/]")
 
+        def on_add(task: Any, unresolved: list[str]) -> None:
+            nonlocal total
+            total += 1
+            progress.update(bar, total=max(total - sum(skipped.values()), 1))
+            progress.console.print(
+                f"[blue]{task.slug}: underpowered ({escape(', '.join(unresolved))}); adding seed {task.seed}[/]"
+            )
+
+        adder = SeedAdder(store, requested, max_seeds, on_add) if max_seeds > 0 else None
+
         def on_result(rec: dict[str, Any]) -> None:
             records.append(rec)
             state = _state_of(rec)
@@ -324,13 +432,14 @@ def reproduce(
                 run_tasks(
                     tasks(),
                     store,
-                    jobs=jobs,
+                    jobs=n_jobs,
                     timeout=timeout if timeout is not None else _DEFAULT_TIMEOUT[mode],
                     force=force,
                     ray_address=ray,
                     on_result=on_result,
                     on_skip=on_skip,
                     on_note=on_note,
+                    more=adder.done if adder is not None else None,
                 )
         except RunnerUsageError as exc:
             raise UsageFailure(str(exc)) from None
@@ -362,8 +471,7 @@ def _print_verdicts(store: Any, slugs: list[str], mode: str) -> None:
     """One line per paper: the verdict over all stored seeds of ``mode`` under the current claim."""
     from geode.claims.report import current_claims, summarize
 
-    scan = store.scan()
-    recs = [r for r in scan.records if r["slug"] in slugs and r["mode"] == mode]
+    recs = [r for slug in slugs for r in store.scan(slug).records if r["mode"] == mode]
     if not recs:
         return
     claims, errors = current_claims(sorted({r["slug"] for r in recs}))
@@ -373,11 +481,13 @@ def _print_verdicts(store: Any, slugs: list[str], mode: str) -> None:
         ev = row.evaluation
         extra = ""
         if ev is not None:
-            extra = f"  ({len(row.records)} seed(s)" + (", unstable" if ev.unstable else "") + ")"
+            seeds = ", ".join(str(x) for x in row.seeds)
+            extra = f"  (seeds {seeds}" + (", unstable" if ev.unstable else "") + ")"
             if ev.reasons:
                 extra += "  " + "; ".join(ev.reasons)
         style = _VERDICT_STYLE.get(row.state, "")
-        console.print(f"[bold]{row.paper.slug:<22}[/] [{style}]{row.state}[/]{escape(extra)}")
+        label = ev.label if ev is not None else row.state
+        console.print(f"[bold]{row.paper.slug:<22}[/] [{style}]{escape(label)}[/]{escape(extra)}")
 
 
 @app.command()

@@ -10,10 +10,12 @@ import functools
 import importlib
 import inspect
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from geode import catalog
-from geode.claims.types import MODES, Claim, Outcome, Threshold
+from geode.claims.claim import Claim
+from geode.claims.types import MODES, Learned, Outcome, Threshold
+from geode.claims.verdict import Rules
 from geode.core.random import set_single_thread
 from geode.core.validation import check_choice, check_int
 
@@ -29,12 +31,19 @@ def register(
     paper_figure: str,
     baselines: Sequence[str],
     thresholds: Sequence[Threshold],
+    floors: Sequence[Threshold] = (),
     reproduced: str | None = None,
     partial: str | None = None,
+    method: str | Sequence[str] = (),
+    tuned: Sequence[str] = (),
+    untuned: Mapping[str, str] | None = None,
+    learned: Sequence[Learned] = (),
+    no_ablation: str = "",
+    no_learned: str = "",
     key_metric: str | None = None,
     timing_metrics: Sequence[str] = (),
-    validity: str | None = None,
     min_seeds: int = 3,
+    agreement: float = 2 / 3,
     replication: str = "",
     revision: int = 1,
     assets: Sequence[str] = (),
@@ -42,13 +51,14 @@ def register(
     """Register the decorated ``run(mode, seed) -> Outcome`` as the claim check of paper ``slug``.
 
     The registered (and returned) function checks ``mode`` (one of :data:`MODES`) and ``seed`` (an int
-    >= 0) and sets one BLAS/torch thread before calling ``run``, so a claim need not repeat that.
+    >= 0) and sets one BLAS/torch thread before calling ``run``, so a claim need not repeat that. What the
+    protocol asks of a claim (``shared/notes/claim-protocol.md``, v3) is declared here, as data; the harness
+    enforces it when it judges the runs (:func:`geode.claims.verdict.evaluate`).
 
     Parameters
     ----------
     slug : str
-        A slug of :mod:`geode.catalog` (slugs starting with ``_`` are reserved for the harness's
-        own test claims).
+        A slug of :mod:`geode.catalog` (slugs starting with ``_`` are reserved for the harness's own tests).
     claim : str
         The paper's headline claim in one sentence.
     paper_figure : str
@@ -56,37 +66,54 @@ def register(
     baselines : sequence of str
         The baselines the paper names, as compared in the check.
     thresholds : sequence of Threshold
-        Bounds on measured metrics, fixed before the check runs.
+        The verdict's bounds on measured metrics, fixed before the check runs. A headline threshold names
+        its idea ablation (``ablation=``), the arms it compares (``arms=``) or the floors it needs
+        (``requires=``).
+    floors : sequence of Threshold
+        Validity floors: what each arm (``arms=``) or the bed (no arms) must reach for a comparison to mean
+        anything. A failed floor makes only the comparisons that need it unknown. A floor on ``method`` is
+        refused: that is the claim, not its validity.
     reproduced, partial : str, optional
-        Boolean rules over the thresholds' names (``"a and (b or c)"``). ``reproduced`` defaults to
-        all thresholds holding; ``partial`` to never.
+        Boolean rules over the thresholds' names (``"a and (b or c)"``). ``reproduced`` defaults to all
+        thresholds holding; ``partial`` to never.
+    method : str or sequence of str
+        The paper's own method (its arm name), and its law if the claim has one.
+    tuned : sequence of str
+        The methods (``method`` keys of ``Outcome.tuned``) that must be tuned with the same budget, at least 3
+        values per numeric knob, and no selection left on an edge; a comparison with one that fails is unknown.
+    untuned : mapping of str to str, optional
+        Methods with nothing to tune, each with the reason (``{"FCFS": "no parameter"}``).
+    learned : sequence of Learned
+        Learned arms with the metric of their untrained version and of the trivial reference; the floors
+        follow from them.
+    no_ablation, no_learned : str
+        Why no idea ablation / no learned arm applies, where one does not.
     key_metric : str, optional
         Metric shown in the report's overview; defaults to the first threshold's metric.
     timing_metrics : sequence of str, optional
-        Metrics measured from wall-clock time (e.g. speed-up ratios). The contract tests exempt them,
-        and only them, from "the same seed gives identical metrics".
-    validity : str, optional
-        Boolean rule over threshold names: the floors that must hold for the comparison to mean anything
-        (each baseline learns the task, at most a stated fraction of runs collapsed, the simulator is at
-        the intended load). When it fails the verdict is ``inconclusive`` and the report names the floors.
-        Thresholds named here are floors and are left out of the default ``reproduced`` rule.
+        Metrics measured from wall-clock time (e.g. speed-up ratios); the contract tests exempt them, and only
+        them, from "the same seed gives identical metrics".
     min_seeds : int, optional
-        Seeds the verdict needs (default 3, the protocol's minimum; ``geode reproduce`` runs 3 by default).
+        Seeds the verdict needs (default 3, the protocol's minimum).
+    agreement : float, optional
+        Share of seeds that must read a verdict on their own for the claim to read it (default 2/3).
     replication : str, optional
         Required when ``min_seeds < 3``: how one run replicates internally ("60 repetitions x 3 draws").
     revision : int, optional
-        Bump it when ``run`` changes what it measures: stored results of an older revision become stale
-        and are re-run by ``geode reproduce``.
+        Bump it when ``run`` changes what it measures: stored results of an older revision become stale and
+        are re-run by ``geode reproduce``.
     assets : sequence of str, optional
-        Offline assets (names in :data:`geode.data.ASSETS`) the claim needs in ``quick`` mode;
-        ``geode assets --check`` fails only for these.
+        Names of the offline assets the claim needs in ``quick`` mode (``geode assets --check`` knows them).
 
     Examples
     --------
     In ``geode/probabilistic/ga_srmc/claim.py``::
 
         @register("ga-srmc", claim="...", paper_figure="4.4x at κ=100", baselines=("SRMC",),
-                  thresholds=(Threshold("strong", "mse_ratio_k100", ">=", 2.0),))
+                  thresholds=(Threshold("strong", "mse_ratio_k100", ">=", 2.0, agg="geobound95",
+                                        ablation="identity_metric_ratio_k100"),),
+                  floors=(Threshold("mixes", "diverged_fraction", "<=", 0.05, agg="all", arms="MALA"),),
+                  method="GA-SRMC", tuned=("MALA", "GA-SRMC"))
         def run(mode: str, seed: int) -> Outcome:
             ...
     """
@@ -102,11 +129,8 @@ def register(
             raise TypeError(f"claim {slug!r}: run must have the signature run(mode, seed); got {params}")
         if not thresholds:
             raise ValueError(f"claim {slug!r}: at least one threshold is required")
-        from geode.data.assets import ASSETS
-
-        unknown = sorted(set(assets) - {a.name for a in ASSETS})
-        if unknown:
-            raise ValueError(f"claim {slug!r}: unknown asset(s) {unknown}; known: {[a.name for a in ASSETS]}")
+        if isinstance(assets, str) or not all(isinstance(a, str) and a for a in assets):
+            raise ValueError(f"claim {slug!r}: assets must be a sequence of asset names; got {assets!r}")
         module = fn.__module__
 
         @functools.wraps(fn)
@@ -117,6 +141,21 @@ def register(
             set_single_thread()
             return fn(mode, seed)
 
+        try:
+            rules = Rules(
+                thresholds=tuple(thresholds),
+                floors=tuple(floors),
+                reproduced=reproduced,
+                partial=partial,
+                min_seeds=min_seeds,
+                agreement=agreement,
+                method=(method,) if isinstance(method, str) else tuple(method),
+                tuned=tuple(tuned),
+                untuned=dict(untuned or {}),
+                learned=tuple(learned),
+            )
+        except ValueError as exc:
+            raise ValueError(f"claim {slug!r}: {exc}") from None
         pkg = sys.modules.get(module.rpartition(".")[0]) if "." in module else None
         c = Claim(
             slug=slug,
@@ -125,19 +164,17 @@ def register(
             claim=claim.strip(),
             paper_figure=paper_figure,
             baselines=tuple(baselines),
-            thresholds=tuple(thresholds),
-            reproduced=reproduced,
-            partial=partial,
+            rules=rules,
             key_metric=key_metric or thresholds[0].metric,
             run=checked_run,
             module=module,
             doc=inspect.cleandoc(pkg.__doc__ or "") if pkg is not None else "",
             timing_metrics=tuple(timing_metrics),
-            validity=validity,
-            min_seeds=min_seeds,
             replication=replication,
             revision=revision,
             assets=tuple(assets),
+            no_ablation=no_ablation.strip(),
+            no_learned=no_learned.strip(),
         )
         if slug in _REGISTRY and _REGISTRY[slug].module != module:
             raise ValueError(f"claim {slug!r} is registered twice ({_REGISTRY[slug].module} and {module})")

@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from geode import __version__, catalog
+from geode.claims.claim import definition_hash
 from geode.claims.store import ResultStore, Scan, atomic_write_text
-from geode.claims.types import Threshold, definition_hash
-from geode.claims.verdict import Evaluation, evaluate
+from geode.claims.verdict import Evaluation, Rules, evaluate
 
 __all__ = ["PaperResult", "current_claims", "render_html", "render_markdown", "summarize", "write_report"]
 
@@ -53,7 +53,8 @@ _LEGEND = {
     "reproduced": "the claim's reproduced rule holds",
     "partial": "only the partial rule holds",
     "not reproduced": "neither rule holds",
-    "inconclusive": "a validity floor failed or too few seeds ran: the comparison cannot decide",
+    "inconclusive": "a floor a deciding comparison needs failed, an arm was not tuned properly, a deciding "
+    "threshold is still unresolved (underpowered), or too few seeds ran: the comparison cannot decide",
     "error": "the check raised",
     "timeout": "the check ran past its time limit",
     "stale": "only results of an older claim definition are stored",
@@ -195,7 +196,12 @@ def summarize(
             out.append(PaperResult(paper, state, claim=claim or {}, bench=bench, notes=notes))
             continue
         want = (claim or {}).get("hash") or (definition_hash(claim) if claim else None)
-        current = [r for r in recs if want is None or r.get("claim_hash") == want or r["status"] != "ok"]
+        needed = _needed(claim)
+        current = [
+            r
+            for r in recs
+            if r["status"] != "ok" or ((want is None or r.get("claim_hash") == want) and needed <= set(r["metrics"]))
+        ]
         stale = sum(1 for r in recs if r not in current)
         ok_modes = [m for m in _MODE_ORDER if any(r["mode"] == m and r["status"] == "ok" for r in current)]
         if not ok_modes:
@@ -215,14 +221,11 @@ def summarize(
         failures = [r for r in in_mode if r["status"] != "ok"]
         claim = claim or ok[-1].get("claim", {})
         try:
-            thresholds = [Threshold.from_dict(t) for t in claim.get("thresholds", [])]
             ev = evaluate(
-                thresholds,
+                Rules.from_dict(claim),
                 [r["metrics"] for r in ok],
-                reproduced=claim.get("reproduced"),
-                partial=claim.get("partial"),
-                validity=claim.get("validity"),
-                min_seeds=int(claim.get("min_seeds", 1)),
+                tuned=[r.get("tuned") or [] for r in ok],
+                seeds=[r["seed"] for r in ok],
             )
         except (ValueError, TypeError) as exc:
             notes.append(f"The claim definition cannot be evaluated: {exc}")
@@ -233,6 +236,16 @@ def summarize(
         out.append(PaperResult(paper, ev.verdict, mode, ok, failures, claim, ev, stale, bench, notes))
     rank = {"planned": 2, "not run": 1}
     return sorted(out, key=lambda r: rank.get(r.state, 0))  # stable: catalogue order within each group
+
+
+def _needed(claim: dict[str, Any] | None) -> set[str]:
+    """The metrics a description refers to (a record lacking one cannot be judged by it: stale)."""
+    if not claim:
+        return set()
+    try:
+        return Rules.from_dict(claim).metrics() | ({claim["key_metric"]} if claim.get("key_metric") else set())
+    except (ValueError, TypeError):
+        return set()
 
 
 def _counts(rows: list[PaperResult]) -> dict[str, int]:
@@ -269,13 +282,21 @@ def _seed_text(r: PaperResult) -> str:
     return ", ".join(f"{s}: {v}" for s, v in zip(r.seeds, r.evaluation.seed_verdicts))
 
 
+def _label(r: PaperResult) -> str:
+    return r.evaluation.label if r.evaluation else r.state
+
+
 def _replication(c: dict[str, Any]) -> str:
     return f" ({c['replication']})" if c.get("replication") else ""
 
 
 def _rule_text(ch: dict[str, Any]) -> str:
     agg = ch.get("agg", "mean")
-    return f"{agg}({ch['metric']}) {ch['op']} {_fmt(ch['value'])}"
+    value = ch["value"]
+    if isinstance(value, str):  # paired: the per-seed difference (ratio for geo aggregates) against 0 (1)
+        geo = agg in ("geomean", "geobound95")
+        return f"{agg}({ch['metric']} {'/' if geo else '-'} {value}) {ch['op']} {1 if geo else 0}"
+    return f"{agg}({ch['metric']}) {ch['op']} {_fmt(value)}"
 
 
 def _control_text(ch: dict[str, Any]) -> str:
@@ -284,6 +305,99 @@ def _control_text(ch: dict[str, Any]) -> str:
         return "none"
     parts = [f"{c['metric']} = {_fmt(c['measured'])} ({'passes' if c['passes'] else 'fails'})" for c in ctrl]
     return "; ".join(parts)
+
+
+def _measured_text(ch: dict[str, Any]) -> str:
+    text = _fmt(ch.get("measured"))
+    iv = ch.get("interval")
+    if iv:
+        text += f" [{_fmt(iv[0])}, {_fmt(iv[1])}]"
+    return text
+
+
+def _state_text(ch: dict[str, Any]) -> str:
+    state = ch.get("state", "passed" if ch.get("passed") else "failed")
+    if ch.get("effective") == "unknown" and ch.get("void"):
+        own = "" if state in ("unresolved", "missing") else f"{state}; "
+        return f"{own}unknown: {'; '.join(ch['void'])}"
+    return state
+
+
+def _ablation_text(ch: dict[str, Any]) -> str:
+    a = ch.get("ablation")
+    if not a:
+        return ""
+    return f"vs {a['metric']}: {a.get('effective', a.get('state'))} ({_measured_text(a)})"
+
+
+def _needs_text(ch: dict[str, Any]) -> str:
+    if ch.get("role") == "floor":
+        arms = ch.get("arms")
+        return f"on {', '.join(arms)}" if arms else "the bed"
+    needs = ch.get("needs")
+    return ", ".join(needs) if needs else "no floor"
+
+
+_CHECK_HEADER = [
+    "threshold",
+    "role",
+    "rule",
+    "needs / on",
+    "measured [90% interval]",
+    "per seed",
+    "state",
+    "idea ablation",
+    "negative control",
+    "discriminates",
+]
+
+
+def _check_rows(r: PaperResult) -> list[list[str]]:
+    """One row per verdict threshold and floor, as plain text (escaped by the renderer)."""
+    return [
+        [
+            ch["name"],
+            ch.get("role", ""),
+            _rule_text(ch),
+            _needs_text(ch),
+            _measured_text(ch),
+            ", ".join(_fmt(v) for v in ch.get("per_seed", [])),
+            _state_text(ch),
+            _ablation_text(ch),
+            _control_text(ch),
+            ch.get("discrimination", ""),
+        ]
+        for ch in r.checks
+    ]
+
+
+def _rules_text(c: dict[str, Any]) -> str:
+    agreement = float(c.get("agreement", 2 / 3))
+    return (
+        f"Reproduced when: {c.get('reproduced') or 'all verdict thresholds'}. "
+        f"Partial when: {c.get('partial') or 'never'}. Seeds needed: {c.get('min_seeds', 1)}"
+        f"{_replication(c)}; a verdict needs {agreement:.0%} of the seeds to read it on their own."
+    )
+
+
+def _coverage_rows(r: PaperResult) -> list[list[str]]:
+    """Tuning coverage of the declared methods, the untuned ones with their reasons, the learned arms."""
+    c, ev = r.claim, r.evaluation
+    rows = []
+    for m, problems in (ev.coverage if ev else {}).items():
+        rows.append([m, "tuned", "; ".join(problems) if problems else "equal budget, >= 3 values per knob, no edge"])
+    for m, why in (c.get("untuned") or {}).items():
+        rows.append([m, "nothing to tune", str(why)])
+    for a in c.get("learned") or []:
+        refs = ", ".join(f"{k} {a[k]}" for k in ("untrained", "trivial") if a.get(k))
+        rows.append([str(a.get("arm")), "learned", f"{a.get('metric')} must beat {refs}"])
+    if not rows:
+        rows.append(["(none declared)", "", "the claim declares no tuned methods: coverage is not checked"])
+    return rows
+
+
+def _seeds_text(r: PaperResult) -> str:
+    return ", ".join(str(s) for s in r.seeds) or "none"
 
 
 # --------------------------------------------------------------------------------------------- Markdown
@@ -330,7 +444,7 @@ def render_markdown(rows: list[PaperResult], problems: list[str] | None = None) 
     ]
     overview = []
     for r in rows:
-        verdict = f"**{r.state}**" if r.mode else r.state
+        verdict = f"**{_md(_label(r))}**" if r.mode else r.state
         speed, mem = r.bench_text()
         link = f"[`{r.paper.slug}`](#{r.paper.slug})" if r.mode else f"`{r.paper.slug}`"
         overview.append(
@@ -359,7 +473,10 @@ def render_markdown(rows: list[PaperResult], problems: list[str] | None = None) 
             ]
             lines += ["", f"**Baselines.** {_md(', '.join(c.get('baselines', [])))}", ""]
         per = _seed_text(r) or "none succeeded"
-        lines.append(f"**Verdict: {r.state}** ({_md(r.mode or 'no current result')}; per seed: {_md(per)})")
+        lines.append(
+            f"**Verdict: {_md(_label(r))}** ({_md(r.mode or 'no current result')}, seeds {_md(_seeds_text(r))}; "
+            f"per seed: {_md(per)})"
+        )
         ev = r.evaluation
         if ev:
             for reason in ev.reasons:
@@ -371,29 +488,11 @@ def render_markdown(rows: list[PaperResult], problems: list[str] | None = None) 
         if r.records and r.records[0].get("summary"):
             lines += ["", f"Seed {r.records[0]['seed']}: {_md(r.records[0]['summary'])}"]
         if r.checks:
-            lines += [""] + _md_table(
-                ["threshold", "role", "rule", "measured", "per seed", "passed", "negative control", "discriminates"],
-                [
-                    [
-                        ch["name"],
-                        ch.get("role", ""),
-                        _rule_text(ch),
-                        _fmt(ch["measured"]),
-                        ", ".join(_fmt(v) for v in ch.get("per_seed", [])),
-                        "yes" if ch["passed"] else "no",
-                        _control_text(ch),
-                        ch.get("discrimination", ""),
-                    ]
-                    for ch in r.checks
-                ],
-            )
-            rules = (
-                f"Reproduced when: {_md(c.get('reproduced') or 'all verdict thresholds')}. "
-                f"Partial when: {_md(c.get('partial') or 'never')}. "
-                f"Valid when: {_md(c.get('validity') or 'always (no floors declared)')}. "
-                f"Seeds needed: {c.get('min_seeds', 1)}"
-            )
-            lines += ["", rules + _md(_replication(c)) + "."]
+            lines += [""] + _md_table(_CHECK_HEADER, _check_rows(r))
+            lines += ["", _md(_rules_text(c))]
+        if r.evaluation:
+            lines += ["", "Tuning coverage and learned arms:", ""]
+            lines += _md_table(["method", "kind", "protocol check"], _coverage_rows(r))
         tuned = [{"seed": rec["seed"], **row} for rec in r.records for row in rec.get("tuned") or []]
         if tuned:
             cols = list(dict.fromkeys(k for row in tuned for k in row))
@@ -520,7 +619,7 @@ def render_html(rows: list[PaperResult], problems: list[str] | None = None) -> s
                 f"{name}<br><span class='muted'>{e(r.paper.title)}</span>",
                 e(r.paper.field),
                 e(r.paper.status),
-                _badge(r.state),
+                _badge(r.state) + (f"<br><span class='muted'>{e(_label(r))}</span>" if _label(r) != r.state else ""),
                 e(r.key_metric_text()),
                 e(r.claim.get("paper_figure", "")),
                 e(_mode_text(r)),
@@ -569,7 +668,8 @@ def render_html(rows: list[PaperResult], problems: list[str] | None = None) -> s
             parts.append(f"<p><b>Paper's figure.</b> {e(c.get('paper_figure', ''))}</p>")
             parts.append(f"<p><b>Baselines.</b> {e(', '.join(c.get('baselines', [])))}</p>")
         parts.append(
-            f"<p><b>Verdict</b> {_badge(r.state)} <span class='muted'>{e(r.mode or 'no current result')}; per seed: "
+            f"<p><b>Verdict</b> {_badge(r.state)} {e(_label(r)) if _label(r) != r.state else ''} "
+            f"<span class='muted'>{e(r.mode or 'no current result')}, seeds {e(_seeds_text(r))}; per seed: "
             f"{e(_seed_text(r) or 'none succeeded')}</span></p>"
         )
         ev = r.evaluation
@@ -580,39 +680,12 @@ def render_html(rows: list[PaperResult], problems: list[str] | None = None) -> s
         if r.records and r.records[0].get("summary"):
             parts.append(f"<p>{e(r.records[0]['summary'])}</p>")
         if r.checks:
-            body = [
-                [
-                    e(ch["name"]),
-                    e(ch.get("role", "")),
-                    f"<code>{e(_rule_text(ch))}</code>",
-                    e(_fmt(ch["measured"])),
-                    e(", ".join(_fmt(v) for v in ch.get("per_seed", []))),
-                    "yes" if ch["passed"] else "<b>no</b>",
-                    e(_control_text(ch)),
-                    e(ch.get("discrimination", "")),
-                ]
-                for ch in r.checks
-            ]
+            parts.append(_table_html(_CHECK_HEADER, [[e(x) for x in row] for row in _check_rows(r)]))
+            parts.append(f"<p class='muted'>{e(_rules_text(c))}</p>")
+        if r.evaluation:
+            parts.append("<p class='muted'>Tuning coverage and learned arms</p>")
             parts.append(
-                _table_html(
-                    [
-                        "threshold",
-                        "role",
-                        "rule",
-                        "measured",
-                        "per seed",
-                        "passed",
-                        "negative control",
-                        "discriminates",
-                    ],
-                    body,
-                )
-            )
-            parts.append(
-                f"<p class='muted'>Reproduced when <code>{e(c.get('reproduced') or 'all verdict thresholds')}</code>; "
-                f"partial when <code>{e(c.get('partial') or 'never')}</code>; valid when "
-                f"<code>{e(c.get('validity') or 'always (no floors declared)')}</code>; seeds needed: "
-                f"{e(str(c.get('min_seeds', 1)))}{e(_replication(c))}.</p>"
+                _table_html(["method", "kind", "protocol check"], [[e(x) for x in row] for row in _coverage_rows(r)])
             )
         tuned = [{"seed": rec["seed"], **row} for rec in r.records for row in rec.get("tuned") or []]
         if tuned:

@@ -24,6 +24,7 @@ other machines without access to the output folder.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import datetime as _dt
 import io
@@ -138,7 +139,7 @@ def execute(task: Task) -> Payload:
 
         if not isinstance(outcome, Outcome):
             raise TypeError(f"run() must return an Outcome; got {type(outcome).__name__}")
-        verdict, checks = claim.verdict(outcome.metrics)
+        verdict, checks = claim.verdict(outcome)
         record.update(
             status="ok",
             verdict=verdict,
@@ -256,7 +257,11 @@ def _sigint_blocked_in_children() -> Iterator[None]:
 
 
 class _Scheduler:
-    """Hands out the tasks that need running, one at a time, under their locks; counts the rest."""
+    """Hands out the tasks that need running, one at a time, under their locks; counts the rest.
+
+    Tasks added with :meth:`add` (seeds added to an underpowered claim) go before the remaining given ones.
+    ``on_done(task, why)`` is called for every task that ends: run (``"ran"``) or skipped.
+    """
 
     def __init__(
         self,
@@ -265,31 +270,51 @@ class _Scheduler:
         force: bool,
         on_skip: Callable[[Task, str], None] | None,
         on_note: Callable[[str], None] | None,
+        more: Callable[[Task], Iterable[Task]] | None = None,
     ) -> None:
         self._it = iter(tasks)
+        self.more = more
+        self._added: collections.deque[Task] = collections.deque()
         self.store = store
         self.force = force
         self.on_skip = on_skip
         self.on_note = on_note
         self.skipped = 0
         self.exhausted = False
-        self._hashes: dict[tuple[str, str | None], str | None] = {}
+        self._defs: dict[tuple[str, str | None], tuple[str, set[str]] | None] = {}
 
-    def _hash(self, task: Task) -> str | None:
+    def add(self, tasks: Iterable[Task]) -> None:
+        """Run these tasks next (before the rest of the given ones)."""
+        self._added.extend(tasks)
+
+    def _definition(self, task: Task) -> tuple[str | None, set[str] | None]:
         key = (task.slug, task.module)
-        if key not in self._hashes:
+        if key not in self._defs:
             try:
                 from geode.claims.registry import load_claim
 
-                self._hashes[key] = load_claim(task.slug, task.module).definition_hash()
+                c = load_claim(task.slug, task.module)
+                self._defs[key] = (c.definition_hash(), c.metrics_needed())
             except Exception:  # the worker will record why the claim cannot load
-                self._hashes[key] = None
-        return self._hashes[key]
+                self._defs[key] = None
+        d = self._defs[key]
+        return (None, None) if d is None else d
+
+    def _pending(self) -> Iterator[Task]:
+        while True:
+            if self._added:
+                yield self._added.popleft()
+                continue
+            nxt = next(self._it, None)
+            if nxt is None:
+                return
+            yield nxt
 
     def next(self) -> tuple[Task, TaskLock] | None:
-        """The next task to run with its lock held, or None when there is none left."""
-        for task in self._it:
-            state = "missing" if self.force else self.store.state(task.slug, task.mode, task.seed, self._hash(task))
+        """The next task to run with its lock held, or None when there is none left (for now)."""
+        for task in self._pending():
+            digest, needed = self._definition(task)
+            state = "missing" if self.force else self.store.state(task.slug, task.mode, task.seed, digest, needed)
             if state == "done":
                 self._skip(task, "stored")
                 continue
@@ -297,7 +322,7 @@ class _Scheduler:
             if lock is None:
                 self._skip(task, "running elsewhere")
                 continue
-            if not self.force and self.store.is_done(task.slug, task.mode, task.seed, self._hash(task)):
+            if not self.force and self.store.is_done(task.slug, task.mode, task.seed, digest, needed):
                 lock.release()  # another run finished it while we looked
                 self._skip(task, "stored")
                 continue
@@ -312,6 +337,12 @@ class _Scheduler:
         self.skipped += 1
         if self.on_skip is not None:
             self.on_skip(task, why)
+        self.ended(task)
+
+    def ended(self, task: Task) -> None:
+        """A task ended (ran or was skipped): queue what ``more`` adds for it."""
+        if self.more is not None:
+            self.add(self.more(task))
 
 
 def _run_local(
@@ -503,6 +534,7 @@ def run_tasks(
     on_result: Callable[[dict[str, Any]], None] | None = None,
     on_skip: Callable[[Task, str], None] | None = None,
     on_note: Callable[[str], None] | None = None,
+    more: Callable[[Task], Iterable[Task]] | None = None,
 ) -> list[dict[str, Any]]:
     """Run claim tasks and store their results; return the records produced by this call.
 
@@ -526,6 +558,9 @@ def run_tasks(
         Called with each task not run and why (``"stored"``, ``"running elsewhere"``).
     on_note : callable, optional
         Called with one-line notes (a stale or unreadable result replaced, a result that could not be written).
+    more : callable, optional
+        Called with each task that ended (stored or skipped); the tasks it returns run next (e.g.
+        :meth:`geode.claims.seeds.SeedAdder.done`, which adds a seed to an underpowered claim).
 
     Raises
     ------
@@ -541,7 +576,7 @@ def run_tasks(
     produced: list[dict[str, Any]] = []
     unsaved: list[dict[str, Any]] = []
     write_error: list[str] = []
-    sched = _Scheduler(tasks, store, force, on_skip, on_note)
+    sched = _Scheduler(tasks, store, force, on_skip, on_note, more)
 
     def emit(record: dict[str, Any], figures: dict[str, bytes]) -> None:
         try:
@@ -556,6 +591,7 @@ def run_tasks(
         produced.append(record)
         if on_result is not None:
             on_result(record)
+        sched.ended(Task(record["slug"], record["mode"], record["seed"]))
 
     def stop() -> bool:
         return bool(write_error)

@@ -38,7 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from geode.claims.types import FIGURE_NAME, MODES, VERDICTS, Threshold, parse_rule
+from geode.claims.types import FIGURE_NAME, MODES, VERDICTS
+from geode.claims.verdict import Rules
 
 __all__ = [
     "SLUG",
@@ -51,8 +52,8 @@ __all__ = [
     "validate_record",
 ]
 
-SCHEMA_VERSION = 2
-_READABLE_SCHEMAS = (1, 2)  # schema 1 (no claim hash) is read, and is always stale
+SCHEMA_VERSION = 3  # 3: claim descriptions carry floors, arms, ablations, tuned methods (protocol v3)
+_READABLE_SCHEMAS = (1, 2, 3)  # schema 1 (no claim hash) is read, and is always stale
 STATUSES: tuple[str, ...] = ("ok", "error", "timeout")
 SLUG = re.compile(r"_?[a-z0-9][a-z0-9-]{0,63}")
 """What a paper slug may be (``_`` starts the harness's own test claims)."""
@@ -148,15 +149,12 @@ def _check_claim(claim: Any, where: str) -> None:
         _check(
             isinstance(v, list) and all(isinstance(x, str) for x in v), where, f"claim field {key!r} must list strings"
         )
-    ths = claim.get("thresholds", [])
-    _check(isinstance(ths, list), where, "claim field 'thresholds' must be a list")
-    try:
-        names = {Threshold.from_dict(t).name for t in ths}
-        for key in ("reproduced", "partial", "validity"):
-            if claim.get(key) is not None:
-                parse_rule(claim[key], names, key)
-    except ValueError as exc:
-        raise ResultFileError(f"{where}: claim definition: {exc}") from None
+    _check(isinstance(claim.get("thresholds", []), list), where, "claim field 'thresholds' must be a list")
+    if claim.get("thresholds"):
+        try:
+            Rules.from_dict(claim)
+        except (ValueError, TypeError) as exc:
+            raise ResultFileError(f"{where}: claim definition: {exc}") from None
     ms = claim.get("min_seeds", 1)
     _check(isinstance(ms, int) and not isinstance(ms, bool) and 1 <= ms <= 100, where, "claim min_seeds is malformed")
 
@@ -311,9 +309,11 @@ class ResultStore:
         p = self.path(slug, mode, seed)
         return self.read(p) if p.is_file() else None
 
-    def state(self, slug: str, mode: str, seed: int, claim_hash: str | None = None) -> str:
-        """``"done"``, ``"missing"``, ``"failed"`` (error/timeout), ``"stale"`` (another claim definition)
-        or ``"corrupt"`` (unreadable or malformed)."""
+    def state(
+        self, slug: str, mode: str, seed: int, claim_hash: str | None = None, needed: set[str] | None = None
+    ) -> str:
+        """``"done"``, ``"missing"``, ``"failed"`` (error/timeout), ``"stale"`` (another claim definition, or a
+        record that lacks a metric in ``needed``) or ``"corrupt"`` (unreadable or malformed)."""
         p = self.path(slug, mode, seed)
         try:
             if not p.is_file():
@@ -330,11 +330,15 @@ class ResultStore:
             return "failed"
         if claim_hash is not None and rec.get("claim_hash") != claim_hash:
             return "stale"
+        if needed and not needed <= set(rec["metrics"]):
+            return "stale"
         return "done"
 
-    def is_done(self, slug: str, mode: str, seed: int, claim_hash: str | None = None) -> bool:
+    def is_done(
+        self, slug: str, mode: str, seed: int, claim_hash: str | None = None, needed: set[str] | None = None
+    ) -> bool:
         """True when a successful result of the current claim definition (if given) is stored."""
-        return self.state(slug, mode, seed, claim_hash) == "done"
+        return self.state(slug, mode, seed, claim_hash, needed) == "done"
 
     def lock(self, slug: str, mode: str, seed: int) -> TaskLock | None:
         """Take the task's lock; None when another process holds it."""
@@ -376,8 +380,9 @@ class ResultStore:
                         old.unlink()
         return p
 
-    def scan(self) -> Scan:
-        """Every valid result at its own location; every other file is one line in ``problems``.
+    def scan(self, slug: str | None = None) -> Scan:
+        """Every valid result at its own location (of paper ``slug`` only, if given); every other file is one
+        line in ``problems``.
 
         A record counts only under ``results/<slug>/<mode>-seed<k>.json`` with matching contents.
         """
@@ -385,7 +390,7 @@ class ResultStore:
         try:
             if not self.results_dir.is_dir():
                 return out
-            folders = sorted(self.results_dir.iterdir())
+            folders = sorted(self.results_dir.iterdir()) if slug is None else [self.results_dir / check_slug(slug)]
         except OSError as exc:
             out.problems.append(f"cannot list {self.results_dir}: {exc.strerror or exc}")
             return out

@@ -41,6 +41,7 @@ class Tuned:
     grid_size: int
     edges: list[str] = field(default_factory=list)  # "lr at the upper edge of [1e-4, 3e-3]"
     payload: Any = None
+    axes: dict[str, int] = field(default_factory=dict)  # numeric knob -> distinct values tried (>= 2 only)
 
 
 @dataclass
@@ -51,6 +52,7 @@ class TuneResult:
     trials: list[dict[str, Any]]
     maximize: bool
     budget: int
+    extend: int = 0
 
     def params(self, method: str) -> dict[str, Any]:
         """The selected values of ``method``."""
@@ -65,7 +67,12 @@ class TuneResult:
         return self.best[method].score
 
     def table(self) -> list[dict[str, Any]]:
-        """One row per method: selected values, validation score, trials, grid size and edge warnings."""
+        """One row per method: selected values, validation score, trials, grid size, budget and edge warnings.
+
+        ``budget`` and ``extend`` are the configurations every method was given (the same for all), and ``axes``
+        the number of distinct values tried on each numeric knob (``"lr:4, wd:3"``): the harness checks them
+        against the claim's declared tuned methods (protocol v3, section 1).
+        """
         return [
             {
                 "method": t.method,
@@ -73,6 +80,9 @@ class TuneResult:
                 "val_score": t.score,
                 "trials": t.trials,
                 "grid": t.grid_size,
+                "budget": self.budget,
+                "extend": self.extend,
+                "axes": ", ".join(f"{k}:{n}" for k, n in t.axes.items()),
                 "edge": "; ".join(t.edges),
             }
             for t in self.best.values()
@@ -253,6 +263,11 @@ def tune(
             if _better(score, top[0], maximize):
                 top = (score, params, payload)
         edges = []
+        axes = {}
+        for key in dict.fromkeys(k for c in tried for k in c):
+            n_values = len(_axis_values(tried, key))
+            if n_values >= 2:
+                axes[key] = n_values
         for key, v in top[1].items():
             axis = _axis_values(tried, key)
             if len(axis) < 2 or not _numeric(v) or v not in (axis[0], axis[-1]):
@@ -264,5 +279,5 @@ def tune(
             what = "edge of" if len(axis) > 2 else "end of the two-value axis"
             edges.append(f"{key}={_fmt(v)} at the {side} {what} [{_fmt(axis[0])}, {_fmt(axis[-1])}]")
         score = top[0] if math.isfinite(top[0]) else math.nan
-        best[method] = Tuned(method, dict(top[1]), score, n, len(configs), edges, top[2])
-    return TuneResult(best=best, trials=trials, maximize=maximize, budget=budget)
+        best[method] = Tuned(method, dict(top[1]), score, n, len(configs), edges, top[2], axes)
+    return TuneResult(best=best, trials=trials, maximize=maximize, budget=budget, extend=extend)

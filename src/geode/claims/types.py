@@ -1,20 +1,26 @@
-"""The types of the claim harness: :class:`Threshold`, :class:`Claim` and :class:`Outcome`.
+"""The types of the claim harness: :class:`Threshold`, :class:`Learned`, :class:`Outcome` and the rules.
 
-A paper's ``claim.py`` registers one :class:`Claim` (see :func:`geode.claims.register`): its headline
-claim in one sentence, the paper's own figure, the baselines, the thresholds that decide the verdict
-(written down before anything runs) and ``run(mode, seed) -> Outcome``.
+A paper's ``claim.py`` registers one claim (see :func:`geode.claims.register`): its headline claim in one
+sentence, the paper's own figure, the baselines, the thresholds that decide the verdict and the floors that
+make a comparison valid (written down before anything runs) and ``run(mode, seed) -> Outcome``.
 
-The verdict is computed, never chosen: each :class:`Threshold` compares one measured metric with a
-fixed bound, and two Boolean expressions over the thresholds' names say when the claim counts as
-``reproduced`` and when as ``partial``; anything else is ``not reproduced``. For example::
+The verdict is computed, never chosen: each :class:`Threshold` compares one measured metric with a fixed
+bound (or with another metric of the same run, paired), and two Boolean expressions over the thresholds'
+names say when the claim counts as ``reproduced`` and when as ``partial``; anything else is ``not
+reproduced``. For example::
 
     thresholds=(
-        Threshold("strong", "mse_ratio_kappa100", ">=", 2.0),
-        Threshold("rises", "ratio_rises_with_kappa", ">=", 1.0),
-        Threshold("some", "mse_ratio_kappa100", ">=", 1.2),
+        Threshold("strong", "mse_ratio_kappa100", ">=", 2.0, agg="geobound95"),
+        Threshold("rises", "ratio_rises_with_kappa", ">=", 1.0, agg="all"),
+        Threshold("some", "mse_ratio_kappa100", ">=", 1.2, agg="geobound95"),
     ),
     reproduced="strong and rises",
     partial="some",
+
+Rules are evaluated in three-valued logic (protocol v3): a threshold is ``True``, ``False`` or unknown
+(``None``: its interval still contains its bound, a floor it needs failed, an arm it compares was not tuned
+properly). :func:`eval_rule3` gives the value of a rule whatever the unknowns are, or ``None`` when the
+unknowns decide it; :mod:`geode.claims.verdict` turns that into a verdict.
 """
 
 from __future__ import annotations
@@ -23,19 +29,30 @@ import ast
 import math
 import operator
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["AGGREGATES", "MODES", "VERDICTS", "Claim", "Outcome", "Threshold", "evaluate_verdict", "parse_agg"]
+__all__ = [
+    "AGGREGATES",
+    "MODES",
+    "VERDICTS",
+    "Learned",
+    "Outcome",
+    "Threshold",
+    "eval_rule3",
+    "parse_agg",
+    "parse_rule",
+    "rule_names",
+]
 
 MODES: tuple[str, ...] = ("smoke", "quick", "full")
 """Run sizes: ``smoke`` (seconds, run by the tests), ``quick`` (<= ~3 min on 2 CPU cores, the default),
 ``full`` (the scale a GPU machine would run)."""
 
 VERDICTS: tuple[str, ...] = ("reproduced", "partial", "not reproduced", "inconclusive")
-"""``inconclusive``: a validity floor failed (a baseline did not learn the task, too many runs collapsed,
-...) or too few seeds ran, so the comparison cannot carry a verdict either way."""
+"""``inconclusive``: the comparison cannot carry a verdict either way: a floor it needs failed, an arm was
+not tuned properly, a threshold that decides is still unresolved (underpowered), or too few seeds ran."""
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
@@ -44,18 +61,23 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt,
 }
 
-
 AGGREGATES: tuple[str, ...] = ("mean", "geomean", "median", "bound95", "geobound95", "all")
 """How a threshold combines a metric over seeds (besides ``"k of n"``, e.g. ``"4 of 5"``):
 
-- ``mean``, ``geomean`` (for ratios), ``median``: the statistic must satisfy the bound;
-- ``bound95``: the one-sided 95% Student-t confidence bound on the mean must satisfy it (the lower bound
-  for ``>=``/``>``, the upper bound for ``<=``/``<``), so a noisy mean cannot pass by luck;
+- ``mean``, ``geomean`` (for ratios), ``median``: the point statistic must satisfy the bound (no interval: the
+  threshold is never *unresolved*, and the report says it is judged on a point statistic);
+- ``bound95``: the one-sided 95% Student-t bound on the mean must satisfy it (the lower bound for ``>``/``>=``,
+  the upper bound for ``<``/``<=``). The threshold *fails* only when the bound on the other side fails too;
+  in between (the two-sided 90% interval contains the bound) it is *unresolved*;
 - ``geobound95``: the same on the log scale (ratios), mapped back with ``exp``;
-- ``all`` or ``"k of n"``: the bound must hold in every seed, or in at least the fraction k/n of the seeds.
+- ``all`` or ``"k of n"``: the bound must hold in every seed, or in at least the fraction k/n of the seeds
+  (a count over the seeds that ran: always resolved).
 """
 
 _K_OF_N = re.compile(r"^\s*(\d+)\s+of\s+(\d+)\s*$")
+_NAME = re.compile(r"[^\s,][^,\n]{0,79}")
+"""What an arm's name may be: the ``method`` key of a tuned table (``"sds-lora"``, ``"ta"``, ``"GPR-GNN"``,
+``"AdaMerging (layer-wise)"``): up to 80 characters, no comma or line break, not starting with a space."""
 
 
 def parse_agg(agg: str) -> tuple[str, float]:
@@ -75,42 +97,69 @@ def parse_agg(agg: str) -> tuple[str, float]:
     return agg, 1.0
 
 
+def _names(what: str, value: Any, pattern: re.Pattern[str] | None = None) -> tuple[str, ...] | None:
+    """A tuple of names from a name or a sequence of names (None stays None)."""
+    if value is None:
+        return None
+    names = (value,) if isinstance(value, str) else tuple(value)
+    ok = all(isinstance(n, str) and n and (pattern is None or pattern.fullmatch(n)) for n in names)
+    if not ok or len(set(names)) != len(names):
+        raise ValueError(f"{what} must be a name or a sequence of distinct names; got {value!r}")
+    return names
+
+
 @dataclass(frozen=True)
 class Threshold:
-    """A fixed bound on one measured metric: ``metrics[metric] <op> value``.
+    """A fixed bound on one measured metric, ``metrics[metric] <op> value``, combined over seeds by ``agg``.
 
     Parameters
     ----------
     name : str
-        Identifier used in the claim's ``reproduced``/``partial``/``validity`` rules.
+        Identifier used in the claim's ``reproduced``/``partial`` rules and in other thresholds' ``requires``.
     metric : str
         Key into :attr:`Outcome.metrics`.
     op : {">=", ">", "<=", "<"}
         Comparison.
-    value : float
-        The bound, fixed before the claim runs.
+    value : float or str
+        The bound, fixed before the claim runs; or the name of *another metric of the same run*: the threshold
+        is then paired, its per-seed statistic is ``metric - value`` (``metric / value`` for ``geomean`` and
+        ``geobound95``) compared with 0 (1), so that seed-to-seed noise shared by both arms cancels.
     description : str, optional
         What the threshold means, in words, for the report.
     agg : str, optional
-        How the metric is combined over seeds before the bound is applied: ``"mean"`` (default),
-        ``"geomean"``, ``"median"``, ``"bound95"``, ``"geobound95"``, ``"all"`` or ``"k of n"``
-        (see :data:`AGGREGATES`). A single run's own verdict applies the bound to its own value.
+        How the per-seed statistic is combined over seeds (see :data:`AGGREGATES`). A single run's own
+        verdict applies the bound to its own value.
     control : str or tuple of str, optional
-        Metric(s) of negative controls (an untrained network, FCFS, a random predictor, the ablation
-        without the paper's idea) measured by the same run. Each must *fail* this threshold (after the
-        same aggregation); if one passes, the threshold "does not discriminate" and a verdict that rests
-        on it is flagged.
+        Metric(s) of negative controls measured by the same run, put in place of ``metric``. Each must *fail*
+        this threshold; if one passes, the threshold "does not discriminate" and a verdict resting on it is
+        flagged. A control that could never pass (a random rotation) only shows the threshold is not vacuous.
+    ablation : str, optional
+        The metric of the *idea ablation* (the paper's method without its key idea) on the same scale as
+        ``metric``. A headline threshold that declares one must also beat it (paired per seed, strictly, with
+        the same aggregation) for the claim to be ``reproduced``; if it does not, the verdict is at most
+        ``partial`` and the report says the gain is not from the paper's idea (protocol v3, section 3).
+    arms : str or tuple of str, optional
+        The methods this threshold is about: the ``method`` keys of the tuned table (or the arms of
+        :class:`Learned` declarations). For a comparison, a floor on any of these arms is required and a
+        tuning problem of any of them makes it unknown; None means every arm. For a floor, the arms whose
+        validity it checks; None (or ``()``) means the bed itself, needed by every comparison.
+    requires : str or tuple of str, optional
+        For a comparison, exactly the floors it needs, overriding what ``arms`` implies; a failed floor makes
+        only the comparisons that need it unknown.
 
-    A missing or non-finite metric fails the threshold.
+    A missing or non-finite metric makes the threshold unknown (it never passes).
     """
 
     name: str
     metric: str
     op: str
-    value: float
+    value: float | str
     description: str = ""
     agg: str = "mean"
     control: str | tuple[str, ...] | None = None
+    ablation: str | None = None
+    arms: str | tuple[str, ...] | None = None
+    requires: str | tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier() or self.name in ("and", "or", "not", "True", "False", "None"):
@@ -119,16 +168,27 @@ class Threshold:
             raise ValueError(f"Threshold metric must be a non-empty string; got {self.metric!r}")
         if self.op not in _OPS:
             raise ValueError(f"Threshold op must be one of {', '.join(_OPS)}; got {self.op!r}")
-        if isinstance(self.value, bool) or not isinstance(self.value, (int, float)) or not math.isfinite(self.value):
-            raise ValueError(f"Threshold value must be a finite number; got {self.value!r}")
+        if isinstance(self.value, str):
+            if not self.value or self.value == self.metric:
+                raise ValueError(f"Threshold {self.name!r}: a paired value must name another metric")
+        elif isinstance(self.value, bool) or not isinstance(self.value, (int, float)) or not math.isfinite(self.value):
+            raise ValueError(f"Threshold value must be a finite number or a metric name; got {self.value!r}")
         parse_agg(self.agg)
-        if self.control is not None:
-            controls = (self.control,) if isinstance(self.control, str) else tuple(self.control)
-            if not controls or not all(isinstance(c, str) and c for c in controls):
-                raise ValueError(f"Threshold control must be a metric name or a tuple of them; got {self.control!r}")
+        controls = _names(f"Threshold {self.name!r} control", self.control)
+        if controls is not None:
+            if not controls:
+                raise ValueError(f"Threshold {self.name!r}: control must name at least one metric")
             if self.metric in controls:
                 raise ValueError(f"Threshold {self.name!r}: a control cannot be the threshold's own metric")
             object.__setattr__(self, "control", controls[0] if len(controls) == 1 else controls)
+        if self.ablation is not None:
+            if not isinstance(self.ablation, str) or not self.ablation or self.ablation == self.metric:
+                raise ValueError(f"Threshold {self.name!r}: ablation must name another metric; got {self.ablation!r}")
+        object.__setattr__(self, "arms", _names(f"Threshold {self.name!r} arms", self.arms, _NAME))
+        requires = _names(f"Threshold {self.name!r} requires", self.requires)
+        if requires is not None and not all(r.isidentifier() for r in requires):
+            raise ValueError(f"Threshold {self.name!r}: requires must name thresholds; got {self.requires!r}")
+        object.__setattr__(self, "requires", requires)
 
     @property
     def controls(self) -> tuple[str, ...]:
@@ -137,29 +197,62 @@ class Threshold:
             return ()
         return (self.control,) if isinstance(self.control, str) else tuple(self.control)
 
+    @property
+    def paired(self) -> bool:
+        """Whether the bound is another metric of the same run."""
+        return isinstance(self.value, str)
+
+    @property
+    def bound(self) -> float:
+        """The number the per-seed statistic is compared with (0 or 1 for a paired threshold)."""
+        if not self.paired:
+            return float(self.value)
+        return 1.0 if parse_agg(self.agg)[0] in ("geomean", "geobound95") else 0.0
+
     def holds(self, x: float | None) -> bool:
-        """Whether a value satisfies the bound (None and non-finite values fail)."""
+        """Whether a per-seed statistic satisfies the bound (None and non-finite values fail)."""
         if x is None:
             return False
         try:
             x = float(x)
         except (TypeError, ValueError):
             return False
-        return math.isfinite(x) and bool(_OPS[self.op](x, float(self.value)))
+        return math.isfinite(x) and bool(_OPS[self.op](x, self.bound))
 
-    def passes(self, metrics: Mapping[str, float]) -> bool:
-        """Whether the measured metric of one run satisfies the bound."""
-        return self.holds(metrics.get(self.metric))
+    def statistic(self, metrics: Mapping[str, Any], metric: str | None = None) -> float | None:
+        """The per-seed statistic of one run: the metric (or ``metric``, e.g. a control's), paired if the
+        value is a metric name; None when a metric is missing or not finite (or a ratio is undefined)."""
+        x = _finite(metrics.get(metric or self.metric))
+        if x is None or not self.paired:
+            return x
+        y = _finite(metrics.get(str(self.value)))
+        if y is None:
+            return None
+        if self.bound == 1.0:
+            return x / y if x > 0 and y > 0 else None
+        return x - y
+
+    def passes(self, metrics: Mapping[str, Any]) -> bool:
+        """Whether one run satisfies the bound."""
+        return self.holds(self.statistic(metrics))
+
+    def versus(self, other: str, name: str) -> Threshold:
+        """The paired threshold "``metric`` strictly beats ``other``" with this one's aggregation and arms."""
+        op = ">" if self.op in (">", ">=") else "<"
+        return Threshold(name, self.metric, op, other, f"{self.metric} beats {other}", self.agg, arms=self.arms)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "metric": self.metric,
             "op": self.op,
-            "value": float(self.value),
+            "value": self.value if self.paired else float(self.value),
             "description": self.description,
             "agg": self.agg,
             "control": list(self.controls),
+            "ablation": self.ablation,
+            "arms": None if self.arms is None else list(self.arms),
+            "requires": None if self.requires is None else list(self.requires),
         }
 
     @classmethod
@@ -167,22 +260,113 @@ class Threshold:
         if not isinstance(d, Mapping):
             raise ValueError(f"a threshold must be an object; got {type(d).__name__}")
         try:
+            value = d["value"]
+            if not isinstance(value, str):
+                value = float(value)
+            listed = {k: (tuple(d[k]) if isinstance(d.get(k), list) else d.get(k)) for k in ("arms", "requires")}
             control = d.get("control") or None
-            if isinstance(control, list):
-                control = tuple(control)
             return cls(
                 str(d["name"]),
                 str(d["metric"]),
                 str(d["op"]),
-                float(d["value"]),
+                value,
                 str(d.get("description", "")),
                 str(d.get("agg", "mean")),
-                control,
+                tuple(control) if isinstance(control, list) else control,
+                d.get("ablation"),
+                listed["arms"],
+                listed["requires"],
             )
         except KeyError as exc:
             raise ValueError(f"a threshold lacks the field {exc.args[0]!r}") from None
         except TypeError as exc:
             raise ValueError(f"a threshold is malformed: {exc}") from None
+
+
+def _finite(x: Any) -> float | None:
+    if x is None or isinstance(x, bool):
+        return None
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+@dataclass(frozen=True)
+class Learned:
+    """A learned arm must beat its own untrained version and the trivial reference (protocol v3, section 3).
+
+    Each declaration becomes up to two floors on ``arm`` (``<arm>_beats_untrained``, ``<arm>_beats_trivial``):
+    paired per seed, ``metric`` strictly better than ``untrained`` (the same arm at initialisation, or with a
+    random encoder) and than ``trivial`` (raw features, pixels, a constant predictor), aggregated with
+    ``agg``. A comparison with an arm that fails them is unknown until the arm is fixed.
+
+    Parameters
+    ----------
+    arm : str
+        The arm's name (as in ``Threshold.arms`` and the tuned table).
+    metric : str
+        The arm's score.
+    untrained, trivial : str, optional
+        Metrics of its untrained version and of the trivial reference, on the same scale (at least one).
+    higher : bool
+        Whether a higher score is better.
+    agg : str
+        Aggregation of the paired floors (default ``bound95``: the gap must be clear of seed noise).
+    """
+
+    arm: str
+    metric: str
+    untrained: str | None = None
+    trivial: str | None = None
+    higher: bool = True
+    agg: str = "bound95"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.arm, str) or not _NAME.fullmatch(self.arm):
+            raise ValueError(f"Learned arm must be a name without commas or line breaks; got {self.arm!r}")
+        if self.untrained is None and self.trivial is None:
+            raise ValueError(f"Learned {self.arm!r}: give the untrained version's metric, the trivial one's, or both")
+        parse_agg(self.agg)
+
+    def floors(self) -> tuple[Threshold, ...]:
+        """The floors this declaration stands for."""
+        base = re.sub(r"\W+", "_", self.arm).strip("_") or "arm"
+        base = base if base[0].isalpha() else f"arm_{base}"
+        op = ">" if self.higher else "<"
+        out = []
+        for what, other in (("untrained", self.untrained), ("trivial", self.trivial)):
+            if other is not None:
+                desc = f"floor: {self.arm} ({self.metric}) beats its {what} reference ({other})"
+                out.append(Threshold(f"{base}_beats_{what}", self.metric, op, other, desc, self.agg, arms=(self.arm,)))
+        return tuple(out)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "arm": self.arm,
+            "metric": self.metric,
+            "untrained": self.untrained,
+            "trivial": self.trivial,
+            "higher": self.higher,
+            "agg": self.agg,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Learned:
+        if not isinstance(d, Mapping):
+            raise ValueError(f"a learned arm must be an object; got {type(d).__name__}")
+        try:
+            return cls(
+                str(d["arm"]),
+                str(d["metric"]),
+                d.get("untrained"),
+                d.get("trivial"),
+                bool(d.get("higher", True)),
+                str(d.get("agg", "bound95")),
+            )
+        except KeyError as exc:
+            raise ValueError(f"a learned arm lacks the field {exc.args[0]!r}") from None
 
 
 def parse_rule(expr: str, names: set[str], what: str) -> ast.Expression:
@@ -207,75 +391,26 @@ def rule_names(tree: ast.AST) -> list[str]:
     return list(dict.fromkeys(n.id for n in ast.walk(tree) if isinstance(n, ast.Name)))
 
 
-def eval_rule(tree: ast.AST, passed: Mapping[str, bool]) -> bool:
-    """Evaluate a parsed rule given which thresholds passed."""
+def eval_rule3(tree: ast.AST, state: Mapping[str, bool | None]) -> bool | None:
+    """Evaluate a parsed rule in three-valued (Kleene) logic: True, False, or None when the unknowns decide it.
+
+    ``state`` maps each threshold name to True, False or None (unknown). ``a and b`` is False as soon as one
+    side is False, ``a or b`` True as soon as one side is True, ``not`` keeps None.
+    """
     if isinstance(tree, ast.Expression):
-        return eval_rule(tree.body, passed)
+        return eval_rule3(tree.body, state)
     if isinstance(tree, ast.Name):
-        return passed[tree.id]
+        return state[tree.id]
     if isinstance(tree, ast.UnaryOp):
-        return not eval_rule(tree.operand, passed)
+        v = eval_rule3(tree.operand, state)
+        return None if v is None else not v
     if isinstance(tree, ast.BoolOp):
-        values = [eval_rule(v, passed) for v in tree.values]
-        return all(values) if isinstance(tree.op, ast.And) else any(values)
+        values = [eval_rule3(v, state) for v in tree.values]
+        decisive = isinstance(tree.op, ast.Or)  # True decides an or, False decides an and
+        if decisive in values:
+            return decisive
+        return None if None in values else not decisive
     raise ValueError(f"unsupported rule node {type(tree).__name__}")  # unreachable after parse_rule
-
-
-def decide_verdict(
-    passed: Mapping[str, bool],
-    verdict_names: Sequence[str],
-    reproduced: ast.AST | None,
-    partial: ast.AST | None,
-    validity: ast.AST | None,
-) -> tuple[str, list[str]]:
-    """The verdict given which thresholds passed, and the passing thresholds that carried it.
-
-    ``verdict_names`` are the thresholds the default ``reproduced`` rule requires (all but the floors).
-    """
-    if validity is not None and not eval_rule(validity, passed):
-        return "inconclusive", []
-    if reproduced is None:
-        if all(passed[n] for n in verdict_names):
-            return "reproduced", list(verdict_names)
-    elif eval_rule(reproduced, passed):
-        return "reproduced", [n for n in rule_names(reproduced) if passed[n]]
-    if partial is not None and eval_rule(partial, passed):
-        return "partial", [n for n in rule_names(partial) if passed[n]]
-    return "not reproduced", []
-
-
-def evaluate_verdict(
-    thresholds: Sequence[Threshold],
-    reproduced: str | None,
-    partial: str | None,
-    metrics: Mapping[str, float],
-    validity: str | None = None,
-) -> tuple[str, list[dict[str, Any]]]:
-    """Verdict and per-threshold checks for the metrics of one run.
-
-    ``reproduced`` defaults to every threshold that is not a validity floor holding; ``partial`` to never;
-    ``validity`` to always (if it fails the verdict is ``inconclusive``). For several seeds, with
-    aggregation, controls and flags, see :func:`geode.claims.verdict.evaluate`.
-
-    Returns
-    -------
-    verdict : str
-        One of :data:`VERDICTS`.
-    checks : list of dict
-        One per threshold: its fields plus ``measured`` (float or None) and ``passed`` (bool).
-    """
-    names = {t.name for t in thresholds}
-    rep = parse_rule(reproduced, names, "reproduced") if reproduced is not None else None
-    part = parse_rule(partial, names, "partial") if partial is not None else None
-    valid = parse_rule(validity, names, "validity") if validity is not None else None
-    floors = set(rule_names(valid)) if valid is not None else set()
-    passed = {t.name: t.passes(metrics) for t in thresholds}
-    verdict, _ = decide_verdict(passed, [t.name for t in thresholds if t.name not in floors], rep, part, valid)
-    checks = []
-    for t in thresholds:
-        m = metrics.get(t.metric)
-        checks.append({**t.to_dict(), "measured": None if m is None else float(m), "passed": passed[t.name]})
-    return verdict, checks
 
 
 @dataclass
@@ -364,159 +499,3 @@ def _plain(v: Any) -> Any:
     if isinstance(v, float):
         return v if math.isfinite(v) else str(v)
     return str(v)
-
-
-@dataclass(frozen=True)
-class Claim:
-    """A paper's headline claim as a runnable experiment.
-
-    Attributes
-    ----------
-    slug : str
-        The paper's slug in :mod:`geode.catalog`.
-    title : str
-        The paper's title (taken from the catalogue).
-    field : str
-        The paper's field.
-    claim : str
-        The claim, in one sentence.
-    paper_figure : str
-        The paper's own number for the claim, in words (e.g. ``"4.4x lower MSE than SRMC at κ=100"``).
-    baselines : tuple of str
-        The baselines the paper names and the check compares against.
-    thresholds : tuple of Threshold
-        Fixed bounds on measured metrics: those the verdict rules use, and the validity floors.
-    reproduced, partial : str or None
-        Boolean rules over threshold names (see the module docstring).
-    key_metric : str
-        The metric shown in the report's overview table.
-    run : callable
-        ``run(mode, seed) -> Outcome``.
-    module : str
-        Module that registered the claim (used to re-import it in worker processes).
-    doc : str
-        The paper package's docstring: the method, the claim and every detail we had to infer.
-    timing_metrics : tuple of str
-        Metrics measured from wall-clock time (speed-ups). They are the only metrics allowed to differ
-        between two runs with the same seed; everything else must be bit-for-bit reproducible.
-    validity : str or None
-        Boolean rule over threshold names (the floors) that must hold for the comparison to mean anything;
-        when it fails the verdict is ``inconclusive``.
-    min_seeds : int
-        Seeds the verdict needs (3 by the protocol); fewer make it ``inconclusive``.
-    replication : str
-        For a claim with ``min_seeds < 3``: how it replicates inside one run (e.g. "60 repetitions x 3
-        data draws per run").
-    revision : int
-        Bumped by hand when ``run`` changes what it measures; part of :meth:`definition_hash`, so results
-        of an older revision are stale.
-    assets : tuple of str
-        Names of :data:`geode.data.ASSETS` the claim needs in ``quick`` mode.
-    """
-
-    slug: str
-    title: str
-    field: str
-    claim: str
-    paper_figure: str
-    baselines: tuple[str, ...]
-    thresholds: tuple[Threshold, ...]
-    reproduced: str | None
-    partial: str | None
-    key_metric: str
-    run: Callable[[str, int], Outcome]
-    module: str
-    doc: str = ""
-    timing_metrics: tuple[str, ...] = ()
-    validity: str | None = None
-    min_seeds: int = 3
-    replication: str = ""
-    revision: int = 1
-    assets: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        names = [t.name for t in self.thresholds]
-        if len(set(names)) != len(names):
-            raise ValueError(f"claim {self.slug!r}: threshold names must be unique; got {names}")
-        for rule, what in ((self.reproduced, "reproduced"), (self.partial, "partial"), (self.validity, "validity")):
-            if rule is not None:
-                parse_rule(rule, set(names), f"claim {self.slug!r}: {what}")
-        if not self.claim.strip():
-            raise ValueError(f"claim {self.slug!r}: the claim sentence must not be empty")
-        if isinstance(self.min_seeds, bool) or not isinstance(self.min_seeds, int) or not 1 <= self.min_seeds <= 100:
-            raise ValueError(f"claim {self.slug!r}: min_seeds must be an int in [1, 100]; got {self.min_seeds!r}")
-        if self.min_seeds < 3 and not self.replication.strip():
-            raise ValueError(
-                f"claim {self.slug!r}: min_seeds={self.min_seeds} < 3 needs replication='how the run replicates "
-                "internally' (protocol section 2)"
-            )
-        if isinstance(self.revision, bool) or not isinstance(self.revision, int) or self.revision < 1:
-            raise ValueError(f"claim {self.slug!r}: revision must be an int >= 1; got {self.revision!r}")
-
-    def verdict(self, metrics: Mapping[str, float]) -> tuple[str, list[dict[str, Any]]]:
-        """Verdict and checks for the metrics of one run (see :func:`evaluate_verdict`)."""
-        return evaluate_verdict(self.thresholds, self.reproduced, self.partial, metrics, self.validity)
-
-    def evaluate(self, runs: Sequence[Mapping[str, float]]) -> Any:
-        """The verdict over several runs (seeds): see :func:`geode.claims.verdict.evaluate`."""
-        from geode.claims.verdict import evaluate
-
-        return evaluate(
-            self.thresholds,
-            runs,
-            reproduced=self.reproduced,
-            partial=self.partial,
-            validity=self.validity,
-            min_seeds=self.min_seeds,
-        )
-
-    def describe(self) -> dict[str, Any]:
-        """The claim's fixed description (everything but ``run``), as stored with every result."""
-        d = {
-            "slug": self.slug,
-            "title": self.title,
-            "field": self.field,
-            "claim": self.claim,
-            "paper_figure": self.paper_figure,
-            "baselines": list(self.baselines),
-            "thresholds": [t.to_dict() for t in self.thresholds],
-            "reproduced": self.reproduced,
-            "partial": self.partial,
-            "validity": self.validity,
-            "min_seeds": self.min_seeds,
-            "replication": self.replication,
-            "revision": self.revision,
-            "key_metric": self.key_metric,
-            "doc": self.doc,
-            "timing_metrics": list(self.timing_metrics),
-            "assets": list(self.assets),
-        }
-        d["hash"] = definition_hash(d)
-        return d
-
-    def definition_hash(self) -> str:
-        """A hash of what decides the verdict (thresholds, rules, seeds, revision, metrics' roles)."""
-        return definition_hash(self.describe())
-
-
-_HASHED = (
-    "slug",
-    "thresholds",
-    "reproduced",
-    "partial",
-    "validity",
-    "min_seeds",
-    "revision",
-    "key_metric",
-    "timing_metrics",
-)
-
-
-def definition_hash(description: Mapping[str, Any]) -> str:
-    """The hash of a claim description's verdict-deciding fields (a result with another hash is stale)."""
-    import hashlib
-    import json
-
-    core = {k: description.get(k) for k in _HASHED}
-    blob = json.dumps(core, sort_keys=True, separators=(",", ":"), default=str).encode()
-    return hashlib.sha256(blob).hexdigest()[:16]

@@ -1,35 +1,48 @@
-"""Verdicts over several seeds: aggregation, validity floors, negative controls, stability.
+"""Verdicts over seeds (protocol v3): intervals, three-valued rules, scoped floors, tuning coverage, ablations.
 
 A claim's verdict is computed, never chosen (protocol: ``shared/notes/claim-protocol.md``). Given the
-metrics of one or more runs (seeds) of a claim, :func:`evaluate`
+:class:`Rules` of a claim (its thresholds, floors, learned arms, tuned methods and rules) and the runs of
+one or more seeds, :func:`evaluate`
 
-1. combines each threshold's metric over the runs with the threshold's ``agg`` (mean, geometric mean,
-   median, a one-sided 95% bound, or "holds in k of n seeds") and applies the bound;
-2. checks the ``validity`` rule (the floors that must hold for the comparison to mean anything). If it
-   fails, or fewer than ``min_seeds`` runs are there, the verdict is ``inconclusive`` and the reasons name
-   the failed floors;
-3. otherwise the verdict is ``reproduced`` if the ``reproduced`` rule holds, else ``partial`` if the
-   ``partial`` rule holds, else ``not reproduced``;
-4. applies every threshold to its negative controls' metrics, aggregated the same way: a threshold whose
-   control passes it too "does not discriminate", and a verdict that rests on such a threshold (or on one
-   without any control) is flagged;
-5. computes each run's own verdict (each bound applied to that run's value) and marks the claim
-   ``unstable`` when the runs disagree.
+1. combines each threshold's per-seed statistic with its ``agg``. A threshold is *passed*, *failed*, or
+   *unresolved* when its interval (the two one-sided 95% t bounds of ``bound95``/``geobound95``) still
+   contains its bound;
+2. checks the floors (declared ones and those that :class:`~geode.claims.types.Learned` arms stand for). A
+   failed or unresolved floor makes unknown only the comparisons that need it: those that name it in
+   ``requires``, or whose ``arms`` meet the floor's arms (a floor without arms is needed by all);
+3. checks tuning coverage: every declared tuned method is in each run's tuned table, with the same budget
+   as the others, at least 3 values on each numeric knob, and no selection left on a grid's edge. A
+   comparison with a method that fails is unknown, with the reason;
+4. decides the verdict from the ``reproduced`` and ``partial`` rules in three-valued logic: a verdict that
+   every completion of the unknowns gives decides; otherwise the claim is ``inconclusive`` (underpowered,
+   when the unknowns that decide are unresolved intervals). A headline threshold with an idea ablation must
+   also beat it for ``reproduced``; if it does not, the verdict is at most ``partial``;
+5. requires the seeds to agree: ``reproduced`` needs at least k of n seeds to read ``reproduced`` on their
+   own (k = ceil(2n/3) unless the claim says otherwise), ``partial`` at least k to read ``partial`` or better;
+6. applies every threshold to its negative controls, and flags a verdict resting on a threshold that does
+   not discriminate, or on a point statistic, or without an idea ablation.
 """
 
 from __future__ import annotations
 
+import ast
+import itertools
 import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from geode.claims.types import Threshold, decide_verdict, evaluate_verdict, parse_agg, parse_rule, rule_names
+from geode.claims.types import Learned, Threshold, eval_rule3, parse_agg, parse_rule, rule_names
 
-__all__ = ["DISCRIMINATION", "Evaluation", "aggregate", "evaluate"]
+__all__ = ["DISCRIMINATION", "Evaluation", "Rules", "aggregate", "coverage", "evaluate"]
 
 DISCRIMINATION: tuple[str, ...] = ("discriminates", "does not discriminate", "no control")
+_ORDER = ("not reproduced", "partial", "reproduced")
+_STANDARD_TUNED_KEYS = frozenset(
+    {"method", "selected", "val_score", "trials", "grid", "budget", "extend", "axes", "edge", "seed"}
+)
+_MAX_ENUMERATED = 16  # unknowns enumerated exactly; beyond that every unknown counts as deciding
 
 
 def _t95(df: int) -> float:
@@ -39,46 +52,311 @@ def _t95(df: int) -> float:
     return float(t.ppf(0.95, df))
 
 
-def aggregate(values: Sequence[float | None], threshold: Threshold) -> float | None:
-    """Combine one metric's per-run values as ``threshold.agg`` says; None when it cannot be computed.
+@dataclass(frozen=True)
+class Rules:
+    """What decides a claim's verdict, apart from the measurements.
 
-    For ``all`` and ``"k of n"`` the result is the fraction of runs in which the bound holds (the
-    threshold then passes when that fraction reaches k/n). Missing or non-finite values make every
-    statistic except these fractions undefined (None), so the threshold fails.
+    Parameters
+    ----------
+    thresholds : tuple of Threshold
+        The verdict's thresholds (the rules name them).
+    floors : tuple of Threshold
+        Validity floors: what each arm (or the bed) must reach for a comparison to mean anything.
+    reproduced, partial : str, optional
+        Boolean rules over the verdict thresholds; ``reproduced`` defaults to all of them holding, ``partial``
+        to never.
+    min_seeds : int
+        Fewer runs make the verdict ``inconclusive``.
+    agreement : float
+        Share of seeds that must read a verdict on their own for the claim to read it (default 2/3).
+    method : tuple of str
+        The paper's own method (and law): a declared floor on it is refused (that is the claim).
+    tuned : tuple of str
+        Methods (``method`` keys of the tuned table) that must be tuned with equal budgets.
+    untuned : mapping of str to str
+        Methods with nothing to tune, each with the reason.
+    learned : tuple of Learned
+        Learned arms with their untrained and trivial references.
+    """
+
+    thresholds: tuple[Threshold, ...]
+    floors: tuple[Threshold, ...] = ()
+    reproduced: str | None = None
+    partial: str | None = None
+    min_seeds: int = 1
+    agreement: float = 2 / 3
+    method: tuple[str, ...] = ()
+    tuned: tuple[str, ...] = ()
+    untuned: Mapping[str, str] = field(default_factory=dict)
+    learned: tuple[Learned, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("thresholds", "floors", "method", "tuned", "learned"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        object.__setattr__(self, "untuned", dict(self.untuned))
+        if not self.thresholds:
+            raise ValueError("at least one verdict threshold is required")
+        names = [t.name for t in (*self.thresholds, *self.all_floors)]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"threshold and floor names must be unique; repeated: {dup}")
+        verdict_names = {t.name for t in self.thresholds}
+        for rule, what in ((self.reproduced, "reproduced"), (self.partial, "partial")):
+            if rule is not None:
+                parse_rule(rule, verdict_names, what)
+        if isinstance(self.min_seeds, bool) or not isinstance(self.min_seeds, int) or not 1 <= self.min_seeds <= 100:
+            raise ValueError(f"min_seeds must be an int in [1, 100]; got {self.min_seeds!r}")
+        if isinstance(self.agreement, bool) or not (
+            isinstance(self.agreement, (int, float)) and 0 < self.agreement <= 1
+        ):
+            raise ValueError(f"agreement must be a share of seeds in (0, 1]; got {self.agreement!r}")
+        both = sorted(set(self.tuned) & set(self.untuned))
+        if both:
+            raise ValueError(f"methods declared both tuned and untuned: {both}")
+        if any(not isinstance(r, str) or not r.strip() for r in self.untuned.values()):
+            raise ValueError("every untuned method needs a reason (why it has nothing to tune)")
+        known = self.arms
+        floor_names = {f.name for f in self.all_floors}
+        for t in (*self.thresholds, *self.floors):
+            unknown_arms = sorted(set(t.arms or ()) - known) if known else []
+            if unknown_arms:
+                raise ValueError(
+                    f"threshold {t.name!r} names arm(s) {unknown_arms} that are not declared (tuned, untuned, "
+                    f"learned or the method); declared: {sorted(known)}"
+                )
+        for t in self.thresholds:
+            missing = sorted(set(t.requires or ()) - floor_names)
+            if missing:
+                raise ValueError(f"threshold {t.name!r} requires {missing}, which are not floors")
+        for f in self.floors:
+            if f.ablation is not None or f.requires is not None:
+                raise ValueError(f"floor {f.name!r}: a floor takes neither an ablation nor requires")
+            on_method = sorted(set(f.arms or ()) & set(self.method))
+            if on_method:
+                raise ValueError(
+                    f"floor {f.name!r} is on the paper's own method {on_method}: that is the claim, not its "
+                    "validity (protocol v3, section 3); make it a verdict threshold or drop it"
+                )
+
+    @property
+    def arms(self) -> set[str]:
+        """Every declared arm: the method, tuned and untuned methods, learned arms."""
+        return {*self.method, *self.tuned, *self.untuned, *(a.arm for a in self.learned)}
+
+    @property
+    def all_floors(self) -> tuple[Threshold, ...]:
+        """The declared floors and those the learned arms stand for."""
+        return self.floors + tuple(f for a in self.learned for f in a.floors())
+
+    @property
+    def headline(self) -> list[str]:
+        """The thresholds the ``reproduced`` rule names (all verdict thresholds by default)."""
+        if self.reproduced is None:
+            return [t.name for t in self.thresholds]
+        return rule_names(parse_rule(self.reproduced, {t.name for t in self.thresholds}, "reproduced"))
+
+    def ablations(self) -> list[Threshold]:
+        """The headline thresholds that declare an idea ablation."""
+        head = set(self.headline)
+        return [t for t in self.thresholds if t.name in head and t.ablation is not None]
+
+    def required_floors(self, t: Threshold) -> list[str]:
+        """The floors comparison ``t`` needs: its ``requires``, else those whose arms meet its arms."""
+        if t.requires is not None:
+            return list(t.requires)
+        out = []
+        for f in self.all_floors:
+            if t.arms is None or not f.arms or set(f.arms) & set(t.arms):
+                out.append(f.name)
+        return out
+
+    def metrics(self) -> set[str]:
+        """Every metric the rules refer to: thresholds, floors, controls, ablations and paired values."""
+        out: set[str] = set()
+        for t in (*self.thresholds, *self.all_floors):
+            out |= {t.metric, *t.controls}
+            if t.paired:
+                out.add(str(t.value))
+            if t.ablation:
+                out.add(t.ablation)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "thresholds": [t.to_dict() for t in self.thresholds],
+            "floors": [t.to_dict() for t in self.floors],
+            "reproduced": self.reproduced,
+            "partial": self.partial,
+            "min_seeds": self.min_seeds,
+            "agreement": self.agreement,
+            "method": list(self.method),
+            "tuned": list(self.tuned),
+            "untuned": dict(self.untuned),
+            "learned": [a.to_dict() for a in self.learned],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Rules:
+        """The rules of a stored claim description (schema 2 descriptions, with a ``validity`` rule, too)."""
+        if not isinstance(d, Mapping):
+            raise ValueError("a claim description must be an object")
+        ths = [Threshold.from_dict(t) for t in d.get("thresholds") or []]
+        floors = [Threshold.from_dict(t) for t in d.get("floors") or []]
+        if d.get("validity"):  # schema 2: the floors were the thresholds its validity rule named
+            names = {t.name for t in ths}
+            named = set(rule_names(parse_rule(d["validity"], names, "validity")))
+            floors += [t for t in ths if t.name in named]
+            ths = [t for t in ths if t.name not in named]
+        untuned = d.get("untuned") or {}
+        if not isinstance(untuned, Mapping):
+            raise ValueError("untuned must map methods to reasons")
+        return cls(
+            thresholds=tuple(ths),
+            floors=tuple(floors),
+            reproduced=d.get("reproduced"),
+            partial=d.get("partial"),
+            min_seeds=int(d.get("min_seeds", 1)),
+            agreement=float(d.get("agreement", 2 / 3)),
+            method=tuple(d.get("method") or ()),
+            tuned=tuple(d.get("tuned") or ()),
+            untuned={str(k): str(v) for k, v in untuned.items()},
+            learned=tuple(Learned.from_dict(a) for a in d.get("learned") or []),
+        )
+
+
+# ------------------------------------------------------------------------------------------ statistics
+def _combine(xs: list[float], kind: str) -> tuple[float | None, float | None, float | None]:
+    """(point, low, high) of per-seed statistics: the interval only for the bound kinds with 2+ seeds."""
+    if kind in ("geomean", "geobound95"):
+        if min(xs) <= 0:
+            return None, None, None
+        xs = [math.log(x) for x in xs]
+    back = math.exp if kind in ("geomean", "geobound95") else float
+    if kind == "median":
+        return float(statistics.median(xs)), None, None
+    mean = statistics.fmean(xs)
+    if kind not in ("bound95", "geobound95") or len(xs) < 2:
+        return back(mean), None, None
+    half = _t95(len(xs) - 1) * statistics.stdev(xs) / math.sqrt(len(xs))
+    return back(mean), back(mean - half), back(mean + half)
+
+
+def aggregate(values: Sequence[float | None], threshold: Threshold) -> float | None:
+    """The number ``threshold`` is applied to over the per-seed ``values`` (None when it cannot be computed).
+
+    The fraction of seeds in which the bound holds for ``all`` and ``"k of n"``; the point statistic for
+    ``mean``, ``geomean`` and ``median``; the one-sided 95% bound in the direction that makes the threshold
+    harder for ``bound95`` and ``geobound95``.
     """
     kind, _ = parse_agg(threshold.agg)
     if not values:
         return None
     if kind == "fraction":
         return sum(threshold.holds(v) for v in values) / len(values)
-    xs = [float(v) for v in values if v is not None and math.isfinite(float(v))]
-    if len(xs) != len(values):
+    xs = [_finite(v) for v in values]
+    if any(x is None for x in xs):
         return None
-    if kind == "mean":
-        return statistics.fmean(xs)
-    if kind == "median":
-        return float(statistics.median(xs))
-    if kind in ("geomean", "geobound95"):
-        if min(xs) <= 0:
-            return None
-        xs = [math.log(x) for x in xs]
-        if kind == "geomean":
-            return math.exp(statistics.fmean(xs))
-    # bound95 / geobound95: one-sided 95% t bound in the direction that makes the threshold harder
-    if len(xs) < 2:
+    point, lo, hi = _combine([x for x in xs if x is not None], kind)
+    if kind in ("bound95", "geobound95"):
+        return lo if threshold.op in (">", ">=") else hi
+    return point
+
+
+def _judge(t: Threshold, values: list[float | None], single: bool) -> dict[str, Any]:
+    """A threshold's state over per-seed statistics: passed, failed, unresolved or missing, with numbers."""
+    kind, fraction = parse_agg(t.agg)
+    out: dict[str, Any] = {"measured": None, "point": None, "interval": None}
+    if not values or any(v is None for v in values):
+        out["state"] = "missing"
+        return out
+    xs = [float(v) for v in values if v is not None]
+    if single or kind == "fraction":
+        share = sum(t.holds(x) for x in xs) / len(xs)
+        if kind == "fraction":
+            out["measured"] = out["point"] = share
+        else:
+            out["measured"] = out["point"] = xs[0] if len(xs) == 1 else statistics.fmean(xs)
+        out["state"] = "passed" if share >= fraction - 1e-12 else "failed"
+        return out
+    point, lo, hi = _combine(xs, kind)
+    out["point"] = point
+    if point is None:
+        out["state"] = "missing"  # a ratio of a non-positive value
+        return out
+    if kind not in ("bound95", "geobound95"):
+        out["measured"] = point
+        out["state"] = "passed" if t.holds(point) else "failed"
+        return out
+    if lo is None or hi is None:
+        out["state"] = "unresolved"  # one seed: no interval yet
+        return out
+    hard, easy = (lo, hi) if t.op in (">", ">=") else (hi, lo)
+    out["measured"], out["interval"] = hard, [lo, hi]
+    out["state"] = "passed" if t.holds(hard) else ("failed" if not t.holds(easy) else "unresolved")
+    return out
+
+
+def _finite(x: Any) -> float | None:
+    if x is None or isinstance(x, bool):
         return None
-    half = _t95(len(xs) - 1) * statistics.stdev(xs) / math.sqrt(len(xs))
-    bound = statistics.fmean(xs) + (-half if threshold.op in (">=", ">") else half)
-    return math.exp(bound) if kind == "geobound95" else bound
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
 
 
-def _passes(threshold: Threshold, measured: float | None) -> bool:
-    kind, fraction = parse_agg(threshold.agg)
-    if kind == "fraction":
-        return measured is not None and measured >= fraction - 1e-12
-    return threshold.holds(measured)
+def _as_bool(state: str) -> bool | None:
+    return True if state == "passed" else (False if state == "failed" else None)
 
 
+# ------------------------------------------------------------------------------------- tuning coverage
+def _axes(text: Any) -> dict[str, int] | None:
+    if not isinstance(text, str):
+        return None
+    out = {}
+    for part in text.split(","):
+        name, _, n = part.strip().rpartition(":")
+        if name and n.isdigit():
+            out[name] = int(n)
+    return out
+
+
+def coverage(rules: Rules, tuned: Sequence[Sequence[Mapping[str, Any]]]) -> dict[str, list[str]]:
+    """For each declared tuned method, why its tuning fails the protocol in these runs (empty: it passes).
+
+    ``tuned`` holds each run's tuned table. A method fails when a run's table lacks it, when its budget differs
+    from another declared method's in the same study (rows that share their other keys, e.g. ``K``), when a
+    numeric knob has fewer than 3 values, or when a selection is left on a grid's edge.
+    """
+    problems: dict[str, list[str]] = {m: [] for m in rules.tuned}
+    for i, rows in enumerate(tuned):
+        where = f"run {i + 1}" if len(tuned) > 1 else "the run"
+        rows = [r for r in rows if isinstance(r, Mapping)]
+        studies: dict[tuple[tuple[str, str], ...], dict[str, Any]] = {}
+        for m in rules.tuned:
+            mine = [r for r in rows if str(r.get("method")) == m]
+            if not mine:
+                problems[m].append(f"not in the tuned table ({where})")
+                continue
+            for r in mine:
+                study = tuple(sorted((k, str(v)) for k, v in r.items() if k not in _STANDARD_TUNED_KEYS))
+                budget = r.get("budget", r.get("trials"))
+                studies.setdefault(study, {})[m] = (budget, r.get("extend", 0))
+                for knob, n in (_axes(r.get("axes")) or {}).items():
+                    if n < 3:
+                        problems[m].append(f"knob {knob} has {n} values (needs >= 3)")
+                if r.get("edge"):
+                    problems[m].append(f"selected on a grid edge: {r['edge']}")
+        for budgets in studies.values():
+            if len(set(budgets.values())) > 1:
+                text = ", ".join(f"{m} {b[0]}+{b[1]}" for m, b in budgets.items())
+                for m in budgets:
+                    problems[m].append(f"unequal budgets ({text}; {where})")
+    return {m: list(dict.fromkeys(p)) for m, p in problems.items()}
+
+
+# ---------------------------------------------------------------------------------------------- verdict
 @dataclass
 class Evaluation:
     """The outcome of :func:`evaluate`.
@@ -88,30 +366,35 @@ class Evaluation:
     verdict : str
         One of :data:`geode.claims.VERDICTS`.
     checks : list of dict
-        One per threshold: its definition, ``role`` (``"verdict"``, ``"floor"`` or ``"both"``),
-        ``measured`` (the aggregate), ``per_seed`` values, ``passed``, ``controls`` (each control's metric,
-        aggregate and whether it passes) and ``discrimination`` (one of :data:`DISCRIMINATION`).
-    failed_floors : list of str
-        Names of validity thresholds that failed.
+        One per verdict threshold and floor: its definition; ``role`` (``"verdict"`` or ``"floor"``);
+        ``per_seed`` statistics; ``measured`` (what the bound is applied to), ``point`` and ``interval``;
+        ``state`` (``passed``, ``failed``, ``unresolved``, ``missing``); for a verdict threshold ``needs`` (the
+        floors it requires), ``effective`` (``passed``, ``failed`` or ``unknown``) and ``void`` (why it is
+        unknown); ``controls`` and ``discrimination``; ``ablation`` (the paired check against the idea
+        ablation, or None).
+    coverage : dict of str to list of str
+        For each declared tuned method, why its tuning fails (empty when it passes).
     reasons : list of str
         Why the verdict is ``inconclusive`` (empty otherwise).
-    carried_by : list of str
-        Thresholds that passed in the rule that decided a ``reproduced`` or ``partial`` verdict.
-    flags : list of str
-        Warnings a reader must see: a verdict carried by a threshold that does not discriminate or has no
-        control, seeds that disagree.
-    seed_verdicts : list of str
-        Each run's own verdict, in the order of the runs.
-    n_seeds, min_seeds : int
+    underpowered : list of str
+        The unresolved thresholds that decide an ``inconclusive`` verdict (more seeds may resolve them).
+    at_least : str or None
+        For an ``inconclusive`` verdict, the lowest verdict any completion of the unknowns gives.
+    carried_by, flags, seed_verdicts, seeds, n_seeds, min_seeds
+        The thresholds that carried a ``reproduced``/``partial`` verdict; warnings a reader must see; each
+        run's own verdict; the seeds' ids; their number and the minimum.
     """
 
     verdict: str
     checks: list[dict[str, Any]] = field(default_factory=list)
-    failed_floors: list[str] = field(default_factory=list)
+    coverage: dict[str, list[str]] = field(default_factory=dict)
     reasons: list[str] = field(default_factory=list)
+    underpowered: list[str] = field(default_factory=list)
+    at_least: str | None = None
     carried_by: list[str] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
     seed_verdicts: list[str] = field(default_factory=list)
+    seeds: list[int] = field(default_factory=list)
     n_seeds: int = 0
     min_seeds: int = 1
 
@@ -120,15 +403,30 @@ class Evaluation:
         """True when the runs' own verdicts disagree."""
         return len(set(self.seed_verdicts)) > 1
 
+    @property
+    def label(self) -> str:
+        """The verdict as shown: ``inconclusive (underpowered: a, b)`` names what more seeds may resolve."""
+        if self.verdict == "inconclusive" and self.underpowered:
+            return f"inconclusive (underpowered: {', '.join(self.underpowered)})"
+        return self.verdict
+
+    @property
+    def failed_floors(self) -> list[str]:
+        return [c["name"] for c in self.checks if c["role"] == "floor" and c["state"] == "failed"]
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "verdict": self.verdict,
+            "label": self.label,
             "checks": self.checks,
-            "failed_floors": self.failed_floors,
+            "coverage": self.coverage,
             "reasons": self.reasons,
+            "underpowered": self.underpowered,
+            "at_least": self.at_least,
             "carried_by": self.carried_by,
             "flags": self.flags,
             "seed_verdicts": self.seed_verdicts,
+            "seeds": self.seeds,
             "unstable": self.unstable,
             "n_seeds": self.n_seeds,
             "min_seeds": self.min_seeds,
@@ -136,114 +434,210 @@ class Evaluation:
 
 
 def evaluate(
-    thresholds: Sequence[Threshold],
-    runs: Sequence[Mapping[str, float]],
+    rules: Rules,
+    runs: Sequence[Mapping[str, Any]],
     *,
-    reproduced: str | None = None,
-    partial: str | None = None,
-    validity: str | None = None,
-    min_seeds: int = 1,
+    tuned: Sequence[Sequence[Mapping[str, Any]]] | None = None,
+    seeds: Sequence[int] | None = None,
+    single: bool = False,
 ) -> Evaluation:
-    """The verdict of a claim over the metrics of ``runs`` (one mapping per seed).
+    """The verdict of a claim over the metrics of ``runs`` (one mapping per seed, all of one mode).
 
     Parameters
     ----------
-    thresholds : sequence of Threshold
+    rules : Rules
     runs : sequence of mapping
-        The metrics of each run (seed), all of one mode.
-    reproduced, partial, validity : str, optional
-        Boolean rules over threshold names. ``reproduced`` defaults to every threshold that the validity
-        rule does not name holding; ``partial`` to never; ``validity`` to always.
-    min_seeds : int
-        Fewer runs than this make the verdict ``inconclusive`` (protocol: at least 3 seeds, unless the
-        claim replicates inside one run).
+        The metrics of each run.
+    tuned : sequence of list of dict, optional
+        Each run's tuned table (``Outcome.tuned``), for the coverage of the declared tuned methods.
+    seeds : sequence of int, optional
+        The runs' seeds, for the report.
+    single : bool
+        Judge one run on its own (a seed's own verdict): each bound applies to the run's own value and the
+        seeds' agreement is not asked.
     """
-    names = {t.name for t in thresholds}
-    rep = parse_rule(reproduced, names, "reproduced") if reproduced is not None else None
-    part = parse_rule(partial, names, "partial") if partial is not None else None
-    valid = parse_rule(validity, names, "validity") if validity is not None else None
-    floor_names = set(rule_names(valid)) if valid is not None else set()
-    decisive = set()
-    for tree in (rep, part):
-        if tree is not None:
-            decisive |= set(rule_names(tree))
-    verdict_names = [t.name for t in thresholds if t.name not in floor_names]
-    if rep is None:
-        decisive |= set(verdict_names)
+    runs = list(runs)
+    tuned_tables = list(tuned) if tuned is not None else [[] for _ in runs]
+    if len(tuned_tables) != len(runs):
+        raise ValueError("tuned must hold one table per run")
+    cov = coverage(rules, tuned_tables) if rules.tuned else {}
+    cov_bad = {m: p for m, p in cov.items() if p}
+
+    floors: dict[str, dict[str, Any]] = {}
+    for f in rules.all_floors:
+        floors[f.name] = {**_check(f, runs, single), "role": "floor"}
 
     checks: list[dict[str, Any]] = []
-    passed: dict[str, bool] = {}
-    for t in thresholds:
-        per_seed = [_value(r.get(t.metric)) for r in runs]
-        measured = aggregate(per_seed, t)
-        ok = _passes(t, measured)
-        passed[t.name] = ok
-        controls = []
-        for cm in t.controls:
-            cval = aggregate([_value(r.get(cm)) for r in runs], t)
-            controls.append({"metric": cm, "measured": cval, "passes": _passes(t, cval), "missing": cval is None})
-        if not controls:
-            disc = "no control"
-        elif any(c["passes"] for c in controls):
-            disc = "does not discriminate"
+    state: dict[str, bool | None] = {}
+    why: dict[str, list[tuple[str, bool]]] = {}  # name -> [(reason, more seeds may help)]
+    for t in rules.thresholds:
+        c = {**_check(t, runs, single), "role": "verdict"}
+        needs = rules.required_floors(t)
+        void: list[tuple[str, bool]] = []
+        for n in needs:
+            fs = floors[n]["state"]
+            if fs != "passed":
+                void.append((f"floor {n} {fs}", fs == "unresolved"))
+        arms = t.arms if t.arms is not None else rules.tuned
+        for m in arms:
+            if m in cov_bad:
+                void.append((f"{m}: {'; '.join(cov_bad[m])}", False))
+        own = _as_bool(c["state"])
+        if own is None:
+            void.insert(0, (f"{t.name} {c['state']}", c["state"] == "unresolved"))
+        state[t.name] = None if void else own
+        why[t.name] = void
+        c.update(needs=needs, effective=_effective(state[t.name]), void=[v for v, _ in void])
+        if t.ablation is not None:
+            a = _check(t.versus(t.ablation, f"{t.name}_beats_ablation"), runs, single)
+            a_void = [v for v in void if not v[0].startswith(f"{t.name} ")]
+            a_own = _as_bool(a["state"])
+            if a_own is None:
+                a_void.insert(0, (f"{t.name} vs its ablation {a['state']}", a["state"] == "unresolved"))
+            key = f"{t.name}__ablation"
+            state[key] = None if a_void else a_own
+            why[key] = a_void
+            c["ablation"] = {"metric": t.ablation, **a, "effective": _effective(state[key])}
         else:
-            disc = "discriminates"
-        in_floor, in_verdict = t.name in floor_names, t.name in decisive
-        role = "both" if in_floor and in_verdict else ("floor" if in_floor else "verdict")
-        checks.append(
-            {
-                **t.to_dict(),
-                "role": role,
-                "measured": measured,
-                "per_seed": per_seed,
-                "passed": ok,
-                "controls": controls,
-                "discrimination": disc,
-            }
+            c["ablation"] = None
+        checks.append(c)
+    checks += [{**floors[f.name], "effective": floors[f.name]["state"]} for f in rules.all_floors]
+
+    names = {t.name for t in rules.thresholds}
+    rep = parse_rule(rules.reproduced, names, "reproduced") if rules.reproduced is not None else None
+    part = parse_rule(rules.partial, names, "partial") if rules.partial is not None else None
+    ablations = [f"{t.name}__ablation" for t in rules.ablations()]
+    verdicts, deciding = _decide(rules, rep, part, ablations, state)
+    ev = Evaluation(verdict="inconclusive", checks=checks, coverage=cov, n_seeds=len(runs), min_seeds=rules.min_seeds)
+    ev.seeds = list(seeds) if seeds is not None else list(range(len(runs)))
+    if len(verdicts) == 1:
+        ev.verdict = verdicts[0]
+    else:
+        ev.at_least = min(verdicts, key=_ORDER.index)
+        blocking = [(n, why[n]) for n in deciding]
+        if blocking and all(w and all(more for _, more in w) for _, w in blocking):
+            ev.underpowered = [n.replace("__ablation", " (vs its ablation)") for n, _ in blocking]
+        for n, w in blocking:
+            ev.reasons.append("; ".join(r for r, _ in w) or f"{n} unknown")
+        ev.reasons = list(dict.fromkeys(ev.reasons))
+        if ev.at_least != "not reproduced":
+            ev.reasons.append(f"{ev.at_least} at least, whatever the unknowns are")
+
+    if not single:
+        ev.seed_verdicts = [evaluate(rules, [r], tuned=[tb], single=True).verdict for r, tb in zip(runs, tuned_tables)]
+        if len(runs) < rules.min_seeds:
+            ev.reasons.append(f"{len(runs)} seed(s) ran; the verdict needs at least {rules.min_seeds}")
+            ev.verdict, ev.underpowered, ev.at_least = "inconclusive", [], None
+        elif ev.verdict in ("reproduced", "partial"):
+            _agree(ev, rules.agreement)
+        if ev.unstable:
+            ev.flags.append("unstable: the seeds disagree (" + ", ".join(ev.seed_verdicts) + ")")
+    _carry(ev, rules, rep, part, state)
+    return ev
+
+
+def _check(t: Threshold, runs: list[Mapping[str, Any]], single: bool) -> dict[str, Any]:
+    per_seed = [t.statistic(r) for r in runs]
+    c = {**t.to_dict(), "per_seed": per_seed, **_judge(t, per_seed, single)}
+    c["passed"] = c["state"] == "passed"
+    controls = []
+    for cm in t.controls:
+        cj = _judge(t, [t.statistic(r, cm) for r in runs], single)
+        controls.append({"metric": cm, "measured": cj["measured"], "passes": cj["state"] == "passed"})
+    c["controls"] = controls
+    if not controls:
+        c["discrimination"] = "no control"
+    elif any(x["passes"] for x in controls):
+        c["discrimination"] = "does not discriminate"
+    else:
+        c["discrimination"] = "discriminates"
+    return c
+
+
+def _effective(v: bool | None) -> str:
+    return "unknown" if v is None else ("passed" if v else "failed")
+
+
+def _verdict_of(
+    names: list[str], rep: ast.AST | None, part: ast.AST | None, ablations: list[str], s: Mapping[str, bool]
+) -> str:
+    rep_holds = all(s[n] for n in names) if rep is None else eval_rule3(rep, s)
+    if rep_holds:
+        return "reproduced" if all(s[a] for a in ablations) else "partial"
+    if part is not None and eval_rule3(part, s):
+        return "partial"
+    return "not reproduced"
+
+
+def _decide(
+    rules: Rules, rep: ast.AST | None, part: ast.AST | None, ablations: list[str], state: dict[str, bool | None]
+) -> tuple[list[str], list[str]]:
+    """The verdicts the completions of the unknowns give (one: decided), and the unknowns that decide."""
+    names = [t.name for t in rules.thresholds]
+    used = set(rule_names(rep)) if rep is not None else set(names)
+    if part is not None:
+        used |= set(rule_names(part))
+    used |= set(ablations)
+    unknown = [n for n in state if n in used and state[n] is None]
+    base = {n: bool(v) for n, v in state.items() if v is not None}
+    base = {n: base.get(n, False) for n in state}
+    if not unknown:
+        return [_verdict_of(names, rep, part, ablations, base)], []
+    if len(unknown) > _MAX_ENUMERATED:
+        return ["not reproduced", "reproduced"], unknown
+    results: dict[tuple[bool, ...], str] = {}
+    for combo in itertools.product((False, True), repeat=len(unknown)):
+        results[combo] = _verdict_of(names, rep, part, ablations, {**base, **dict(zip(unknown, combo))})
+    verdicts = sorted(set(results.values()), key=_ORDER.index)
+    deciding = []
+    for i, n in enumerate(unknown):
+        if any(results[c] != results[c[:i] + (not c[i],) + c[i + 1 :]] for c in results):
+            deciding.append(n)
+    return verdicts, deciding
+
+
+def _agree(ev: Evaluation, agreement: float) -> None:
+    """Demote a verdict that fewer than k = ceil(agreement * n) seeds read on their own."""
+    n = len(ev.seed_verdicts)
+    k = math.ceil(agreement * n - 1e-9)
+    n_rep = sum(v == "reproduced" for v in ev.seed_verdicts)
+    n_part = sum(v in ("reproduced", "partial") for v in ev.seed_verdicts)
+    before = ev.verdict
+    if ev.verdict == "reproduced" and n_rep < k:
+        ev.verdict = "partial" if n_part >= k else "not reproduced"
+    elif ev.verdict == "partial" and n_part < k:
+        ev.verdict = "not reproduced"
+    if ev.verdict != before:
+        ev.flags.append(
+            f"the seeds do not agree: {before} over all seeds, but only {n_rep if before == 'reproduced' else n_part} "
+            f"of {n} seeds read {before}{' or better' if before == 'partial' else ''} on their own (needs {k}): "
+            f"{ev.verdict}"
         )
 
-    verdict, carried = decide_verdict(passed, verdict_names, rep, part, valid)
-    reasons: list[str] = []
-    failed_floors = [n for n in rule_names(valid) if not passed[n]] if valid is not None else []
-    if verdict == "inconclusive":
-        reasons.append("validity floor(s) failed: " + ", ".join(failed_floors or ["(rule)"]))
-    elif len(runs) < min_seeds:
-        reasons.append(f"{len(runs)} seed(s) ran; the verdict needs at least {min_seeds}")
-        verdict, carried = "inconclusive", []
 
-    flags: list[str] = []
-    by_name = {c["name"]: c for c in checks}
-    for n in carried:
+def _carry(ev: Evaluation, rules: Rules, rep: ast.AST | None, part: ast.AST | None, state: dict[str, Any]) -> None:
+    by_name = {c["name"]: c for c in ev.checks if c["role"] == "verdict"}
+    if ev.verdict == "reproduced":
+        ev.carried_by = [n for n in (rule_names(rep) if rep is not None else list(by_name)) if state.get(n)]
+    elif ev.verdict == "partial":
+        tree = part if part is not None and eval_rule3(part, state) else rep
+        ev.carried_by = [n for n in (rule_names(tree) if tree is not None else list(by_name)) if state.get(n)]
+    for n in ev.carried_by:
         c = by_name[n]
         if c["discrimination"] == "does not discriminate":
             failing = [x["metric"] for x in c["controls"] if x["passes"]]
-            flags.append(
+            ev.flags.append(
                 f"the verdict rests on '{n}', which does not discriminate: control {', '.join(failing)} passes it"
             )
         elif c["discrimination"] == "no control":
-            flags.append(f"the verdict rests on '{n}', which no negative control tests")
-
-    seed_verdicts = [evaluate_verdict(thresholds, reproduced, partial, r, validity)[0] for r in runs]
-    if len(set(seed_verdicts)) > 1:
-        flags.append("unstable: the seeds disagree (" + ", ".join(seed_verdicts) + ")")
-    return Evaluation(
-        verdict=verdict,
-        checks=checks,
-        failed_floors=failed_floors,
-        reasons=reasons,
-        carried_by=carried,
-        flags=flags,
-        seed_verdicts=seed_verdicts,
-        n_seeds=len(runs),
-        min_seeds=min_seeds,
-    )
-
-
-def _value(x: Any) -> float | None:
-    if x is None or isinstance(x, bool):
-        return None
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
+            ev.flags.append(f"the verdict rests on '{n}', which no negative control tests")
+        if c["interval"] is None and parse_agg(c["agg"])[0] in ("mean", "geomean", "median") and ev.n_seeds > 1:
+            ev.flags.append(f"the verdict rests on '{n}', a point statistic ({c['agg']}) with no interval")
+    lost = [c["name"] for c in by_name.values() if c["ablation"] and c["ablation"]["effective"] == "failed"]
+    if lost and state and any(state.get(n) for n in rules.headline):
+        ev.flags.append(
+            "the gain is not from the paper's idea: "
+            + ", ".join(f"'{n}' does not beat its ablation {by_name[n]['ablation']['metric']}" for n in lost)
+        )
+    if ev.verdict == "reproduced" and not rules.ablations():
+        ev.flags.append("no idea ablation is declared for the headline: the gain is not shown to be the paper's idea")

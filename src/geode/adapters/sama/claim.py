@@ -215,6 +215,8 @@ def _figure(svals: dict[str, np.ndarray]) -> Any:
             agg="all",
             control="nullity_mismatch_lora_gauge",
         ),
+    ),
+    floors=(
         Threshold(
             "lora_fits",
             "lora_lowrank_fit_error",
@@ -234,7 +236,6 @@ def _figure(svals: dict[str, np.ndarray]) -> Any:
     ),
     reproduced="rank_2x and lower_error and nullity_theory",
     partial="rank_2x",
-    validity="lora_fits and sama_fits",
     key_metric="sama_over_lora_erank",
 )
 def run(mode: str, seed: int) -> Outcome:

@@ -439,6 +439,8 @@ def _smollm2(cfg: dict[str, Any], seed: int) -> list[dict[str, Any]]:
             agg="geobound95",
             control="control_mf_adam_lora_resample_growth",
         ),
+    ),
+    floors=(
         Threshold(
             "mf_converged",
             "mf_floor_reached",
@@ -475,7 +477,6 @@ def _smollm2(cfg: dict[str, Any], seed: int) -> list[dict[str, Any]]:
     ),
     reproduced="a_sds_flat and a_lora_degrades and b_all_seeds",
     partial="a_sds_flat and a_lora_degrades",
-    validity="mf_converged and base_knows_task_a and full_ft_learns_b and adapters_learn_b",
     key_metric="mf_sds_growth",
     revision=3,
 )

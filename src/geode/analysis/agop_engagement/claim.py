@@ -171,6 +171,8 @@ def _n_peaks(e: np.ndarray) -> int:
             agg="3 of 5",
             control=("random_precedes", "shuffled_precedes"),
         ),
+    ),
+    floors=(
         Threshold(
             "learns",
             "behaviour_final",
@@ -198,7 +200,6 @@ def _n_peaks(e: np.ndarray) -> int:
     ),
     reproduced="aligned and precedes",
     partial="aligned",
-    validity="learns and behaviour_changes and concept_decodable",
     key_metric="rho_engagement",
 )
 def run(mode: str, seed: int) -> Outcome:

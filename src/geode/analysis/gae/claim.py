@@ -229,6 +229,8 @@ def _verdict(m: dict[str, float], prefix: str) -> str:
             agg="2 of 3",
             control="meanshift_excess_cut_min_30_60",
         ),
+    ),
+    floors=(
         Threshold(
             "id_trained",
             "fvu_id",
@@ -256,7 +258,6 @@ def _verdict(m: dict[str, float], prefix: str) -> str:
     ),
     reproduced="gap_predicts and gae_beats_refit and gae_matches",
     partial="gap_predicts and gae_cuts",
-    validity="id_trained and shift_hurts and finetune_learns",
     key_metric="gae_over_refit_fvu_geomean",
     revision=2,
 )

@@ -165,6 +165,8 @@ def _ranks(spectra: list[list[torch.Tensor]], loads: torch.Tensor, per_expert: i
             agg="all",
             control="shuffled_vs_plainqat_ppl_ratio",
         ),
+    ),
+    floors=(
         Threshold(
             "float_learned",
             "float_vs_unigram_ppl_ratio",
@@ -192,7 +194,6 @@ def _ranks(spectra: list[list[torch.Tensor]], loads: torch.Tensor, per_expert: i
     ),
     reproduced="loadaware_helps and replay_helps and routing_improves",
     partial="combined_helps",
-    validity="float_learned and mxfp4_hurts and routes_flip",
     key_metric="full_vs_plainqat_ppl_ratio",
 )
 def run(mode: str, seed: int) -> Outcome:

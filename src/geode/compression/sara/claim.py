@@ -150,6 +150,8 @@ def _psnr(x: torch.Tensor, ref: torch.Tensor) -> float:
             agg="all",
             control="onlinerev_vs_uniform_matched_fd_ratio",
         ),
+    ),
+    floors=(
         Threshold(
             "model_learned",
             "full_vs_untrained_fd_ratio",
@@ -169,7 +171,6 @@ def _psnr(x: torch.Tensor, ref: torch.Tensor) -> float:
     ),
     reproduced="dp_beats_uniform",
     partial="online_beats_uniform",
-    validity="model_learned and budget_bites",
     key_metric="dp_vs_uniform_fd_ratio",
 )
 def run(mode: str, seed: int) -> Outcome:

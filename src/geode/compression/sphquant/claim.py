@@ -160,6 +160,8 @@ def _outlier_errors(seed: int, finetune_steps: int, k: int, **shape: int) -> dic
             agg="all",
             control="sphrand_vs_rtn_ppl_ratio",
         ),
+    ),
+    floors=(
         Threshold(
             "float_learned",
             "float_vs_unigram_ppl_ratio",
@@ -179,7 +181,6 @@ def _outlier_errors(seed: int, finetune_steps: int, k: int, **shape: int) -> dic
     ),
     reproduced="beats_gptq and beats_rtn",
     partial="beats_rtn",
-    validity="float_learned and three_bits_hurt",
     key_metric="sph_vs_gptq_ppl_ratio",
 )
 def run(mode: str, seed: int) -> Outcome:

@@ -215,6 +215,8 @@ def _replaceable_bytes(model: Any, x: torch.Tensor, names: list[str]) -> int:
             agg="all",
             control="untrained_loss_ratio",
         ),
+    ),
+    floors=(
         Threshold(
             "baseline_learns",
             "baseline_learned_ratio",
@@ -226,7 +228,6 @@ def _replaceable_bytes(model: Any, x: torch.Tensor, names: list[str]) -> int:
     ),
     reproduced="memory and cosine and loss",
     partial="memory and cosine",
-    validity="baseline_learns",
     key_metric="mean_grad_cos",
     timing_metrics=("step_time_ratio",),
 )

@@ -172,6 +172,8 @@ def _figures(synth: dict, sweep: dict[float, dict], real: dict[str, float]) -> d
             agg="2 of 3",
             control="real2_nll_gain_random_scales",
         ),
+    ),
+    floors=(
         Threshold(
             "synthetic_headroom",
             "synthetic_bias_headroom",
@@ -191,7 +193,6 @@ def _figures(synth: dict, sweep: dict[float, dict], real: dict[str, float]) -> d
     ),
     reproduced="synthetic and real and real_second",
     partial="synthetic",
-    validity="synthetic_headroom and oracles_trained",
     key_metric="synthetic_kl_reduction",
     revision=2,
 )

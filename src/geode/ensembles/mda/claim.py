@@ -191,6 +191,8 @@ def _study(k: int, seed: int, cfg: dict[str, Any]) -> dict[str, Any]:
             agg="2 of 3",
             control=("ada_vs_ties_growth", "ta_vs_ties_growth"),
         ),
+    ),
+    floors=(
         Threshold(
             "pretrain_learns",
             "pretrain_test_acc",
@@ -218,7 +220,6 @@ def _study(k: int, seed: int, cfg: dict[str, Any]) -> dict[str, Any]:
     ),
     reproduced="best_k4 and best_k8 and grows_with_k",
     partial="best_k4 or best_k8",
-    validity="pretrain_learns and finetune_learns and merging_works",
     key_metric="mda_margin_k8",
 )
 def run(mode: str, seed: int) -> Outcome:

@@ -152,6 +152,8 @@ def _figure(acc: dict[str, float], swap_acc: dict[str, float], ceiling: float) -
             agg="2 of 3",
             control="control_gain_vs_confidence_pts",
         ),
+    ),
+    floors=(
         Threshold(
             "headroom",
             "ceiling_gap_pts",
@@ -171,7 +173,6 @@ def _figure(acc: dict[str, float], swap_acc: dict[str, float], ceiling: float) -
     ),
     reproduced="beats_source and beats_naive and beats_confidence",
     partial="beats_source and beats_naive",
-    validity="headroom and no_collapse",
     key_metric="gain_vs_confidence_pts",
     revision=2,
 )

@@ -130,6 +130,8 @@ def _setups(mode: str) -> list[Any]:
             agg="bound95",
             control="control_resampled_worst_gain_points",
         ),
+    ),
+    floors=(
         Threshold(
             "fedavg_learns",
             "fedavg_mean_acc",
@@ -144,7 +146,6 @@ def _setups(mode: str) -> list[Any]:
     ),
     reproduced="worst_up_5pt and mean_within_1pt",
     partial="worst_up_5pt",
-    validity="fedavg_learns and craft_trains",
     key_metric="worst_gain_vs_named_points",
     revision=2,
 )

@@ -104,6 +104,8 @@ GRIDS = {
             agg="all",
             control="control_w1_drop_min",
         ),
+    ),
+    floors=(
         Threshold(
             "base_fit", "base_fit_w1", "<=", 0.05, "floor: base model within W1 0.05 of the simulator", agg="all"
         ),
@@ -114,7 +116,6 @@ GRIDS = {
     ),
     reproduced="w1_drop5 and mode_weight and beats_mm",
     partial="w1_drop2",
-    validity="base_fit and gap_resolved and invertible",
     key_metric="w1_drop_min",
 )
 def run(mode: str, seed: int) -> Outcome:

@@ -96,6 +96,8 @@ def _nn(a: np.ndarray, pool: np.ndarray) -> float:
             agg="all",
             control="p_class",
         ),
+    ),
+    floors=(
         Threshold("observer_ok", "observer_acc", ">=", 0.9, "floor: observer test accuracy >= 0.9", agg="all"),
         Threshold(
             "creator_ok", "vanilla_p_class", ">=", 0.8, "floor: vanilla samples recognisable (>= 0.8)", agg="all"
@@ -103,7 +105,6 @@ def _nn(a: np.ndarray, pool: np.ndarray) -> float:
     ),
     reproduced="outside_basin and recognisable and novelty_fails",
     partial="outside_basin",
-    validity="observer_ok and creator_ok",
     key_metric="nn_ratio_1e4",
 )
 def run(mode: str, seed: int) -> Outcome:

@@ -176,12 +176,13 @@ def _figure(Ts: tuple[int, ...], r2: dict[int, dict[str, dict[str, np.ndarray]]]
             agg="2 of 3",
             control="smooth_harm_lower",
         ),
+    ),
+    floors=(
         Threshold("raw_learns_smooth", "raw_smooth_r2_tmax", ">=", 0.5, "floor: raw ridge R² >= 0.5 (smooth, T max)"),
         Threshold("raw_learns_rough", "raw_rough_r2_tmax", ">=", 0.3, "floor: raw ridge R² >= 0.3 (rough, T max)"),
     ),
     reproduced="window and double_dipping and rough_hurts",
     partial="(window and double_dipping) or (window and rough_hurts) or (double_dipping and rough_hurts)",
-    validity="raw_learns_smooth and raw_learns_rough",
     key_metric="window_margin",
 )
 def run(mode: str, seed: int) -> Outcome:

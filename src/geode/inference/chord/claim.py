@@ -205,6 +205,8 @@ def _figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
             agg="all",
             control="mis_profiled_growth_8_over_4",
         ),
+    ),
+    floors=(
         Threshold(
             "conserved",
             "conservation_error",
@@ -232,7 +234,6 @@ def _figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
     ),
     reproduced="rr_gt_clap and clap_gt_static and static_gt_profiled and profiled_2x and gap_grows",
     partial="clap_gt_static",
-    validity="conserved and numa and memory",
     key_metric="speedup_profiled_4",
 )
 def run(mode: str, seed: int) -> Outcome:

@@ -198,12 +198,13 @@ def _recovery(res: dict[str, Any], per_block: int, oracle: dict[int, float]) -> 
             agg="all",
             control="blind_over_ar",
         ),
+    ),
+    floors=(
         Threshold("trained", "ar_accuracy_min", ">=", 0.9, "floor: AR exact match on both tasks", agg="all"),
         Threshold("room", "oracle_speed_min", ">=", 1.1, "floor: best static speed per task on validation", agg="all"),
     ),
     reproduced="beats_swift and recovers and lossless",
     partial="beats_ar and lossless",
-    validity="trained and room",
     key_metric="spirit_over_swift",
 )
 def run(mode: str, seed: int) -> Outcome:

@@ -156,6 +156,8 @@ def _step_log_ratios(grads: dict[str, Any], other: str) -> list[float]:
             agg="all",
             control="overtrained_answer_drop_pts",
         ),
+    ),
+    floors=(
         Threshold(
             "base_answers",
             "base_answer_acc",
@@ -181,7 +183,6 @@ def _step_log_ratios(grads: dict[str, Any], other: str) -> list[float]:
     ),
     reproduced="variance_monotone and beats_extremes and answers_kept",
     partial="variance_monotone",
-    validity="base_answers and pipeline_learns and room_to_beat",
     key_metric="bvpo_minus_best_extreme_pts",
 )
 def run(mode: str, seed: int) -> Outcome:

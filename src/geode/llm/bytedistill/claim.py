@@ -172,6 +172,8 @@ _NAMES = {
             agg="all",
             control="control_minus_uld_pts",
         ),
+    ),
+    floors=(
         Threshold(
             "teacher_solves",
             "teacher_acc",
@@ -191,7 +193,6 @@ _NAMES = {
     ),
     reproduced="beats_sft and beats_uld",
     partial="beats_sft",
-    validity="teacher_solves and sft_learns",
     key_metric="blda_minus_sft_pts",
     revision=3,
 )

@@ -124,6 +124,8 @@ METHODS = ("sft", "dpo")
             agg="all",
             control="overtrained_sft_knowledge_drift",
         ),
+    ),
+    floors=(
         Threshold(
             "base_capable",
             "base_min_acc",
@@ -149,7 +151,6 @@ METHODS = ("sft", "dpo")
     ),
     reproduced="sft_drifts_more and behaviour_drift_significant and knowledge_holds",
     partial="sft_drifts_more",
-    validity="base_capable and sft_learns_domain and dpo_learns_domain",
     key_metric="sft_minus_dpo_nonknowledge_drift",
 )
 def run(mode: str, seed: int) -> Outcome:

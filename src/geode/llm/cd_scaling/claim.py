@@ -232,6 +232,8 @@ _PROPS = ("falls_with_repetition", "falls_with_size", "saturates", "paraphrase_b
             agg="geomean",
             control="chinchilla_over_muennighoff_test_rmse",
         ),
+    ),
+    floors=(
         Threshold(
             "students_learn",
             "widest_fresh_mse_fraction",
@@ -245,7 +247,6 @@ _PROPS = ("falls_with_repetition", "falls_with_size", "saturates", "paraphrase_b
     ),
     reproduced=" and ".join(_PROPS),
     partial=_pairs(_PROPS),
-    validity="students_learn and law_fits and no_collapse",
     key_metric="para_minus_rep_eta",
 )
 def run(mode: str, seed: int) -> Outcome:

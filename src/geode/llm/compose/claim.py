@@ -152,6 +152,8 @@ _NAMES = {
             agg="bound95",
             control="shuffled_paper_minus_formal_r10",
         ),
+    ),
+    floors=(
         Threshold(
             "above_chance",
             "min_r10_over_chance",
@@ -172,7 +174,6 @@ _NAMES = {
     ),
     reproduced="beats_paper and beats_formal",
     partial="beats_paper or beats_formal",
-    validity="above_chance and decoder_learns and all_finite",
     key_metric="dual_r10",
     revision=2,
 )

@@ -259,6 +259,8 @@ def _build(cfg: dict[str, Any], seed: int) -> tuple[Any, Any, int]:
             agg="all",
             control="base_minus_fp4_reward",
         ),
+    ),
+    floors=(
         Threshold(
             "fp_learns",
             "fp_gain",
@@ -277,7 +279,6 @@ def _build(cfg: dict[str, Any], seed: int) -> tuple[Any, Any, int]:
     ),
     reproduced="cpa_matches_fp and (fp4_worse or fp4_collapses) and cpa_lowest_mismatch",
     partial="cpa_lowers_mismatch and cpa_beats_fp4",
-    validity="fp_learns and base_has_room",
     key_metric="cpa_fp_reward_ratio",
     revision=3,
 )

@@ -270,6 +270,8 @@ def _probe_scores(feats: list[np.ndarray], sess: list[Any], train: list[int], te
             agg="2 of 3",
             control="shuffled_growth_mae",
         ),
+    ),
+    floors=(
         Threshold(
             "ssl_learns",
             "min_ssl_ba_8",
@@ -290,7 +292,6 @@ def _probe_scores(feats: list[np.ndarray], sess: list[Any], train: list[int], te
     ),
     reproduced="beats_region and beats_depth and grows_region and grows_depth",
     partial="beats_region or beats_depth",
-    validity="ssl_learns and task_learnable and all_finite",
     key_metric="gap_ba_8",
     revision=2,
 )

@@ -181,6 +181,8 @@ def _figure(results: dict[str, Any], best: dict[str, Any], sweeps: dict[str, lis
             agg="2 of 3",
             control="mezo_minus_qzo_stable_points",
         ),
+    ),
+    floors=(
         Threshold(
             "reference_learns",
             "adam_recovery",
@@ -207,7 +209,6 @@ def _figure(results: dict[str, Any], best: dict[str, Any], sweeps: dict[str, lis
     ),
     reproduced="no_violations and wider_range and matches_loss",
     partial="no_violations and not_narrower",
-    validity="reference_learns and zo_learns and few_collapsed",
     key_metric="hozo_minus_qzo_stable_points",
 )
 def run(mode: str, seed: int) -> Outcome:

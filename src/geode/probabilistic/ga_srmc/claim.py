@@ -450,6 +450,8 @@ def _figures(kappas: tuple[float, ...], gauss: dict[float, dict[str, Any]], pane
             agg="2 of 3",
             control="identity_ratio_kappa100",
         ),
+    ),
+    floors=(
         Threshold(
             "few_diverged",
             "max_diverged_fraction",
@@ -461,7 +463,6 @@ def _figures(kappas: tuple[float, ...], gauss: dict[float, dict[str, Any]], pane
     ),
     reproduced="strong and rises and logistic",
     partial="some",
-    validity="few_diverged",
     key_metric="mse_ratio_kappa100",
     revision=2,
 )

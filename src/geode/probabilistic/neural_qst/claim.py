@@ -215,6 +215,8 @@ def _figure(curves: dict[str, Any], restarts: list[Any], shots: int) -> Any:
             agg="2 of 3",
             control="untrained_max_gap_low_shots",
         ),
+    ),
+    floors=(
         Threshold("imle_learns", "imle_fidelity_s100", ">=", 0.5, "floor: iMLE fidelity >= 0.5 at S = 100", agg="all"),
         Threshold(
             "network_trained",
@@ -230,7 +232,6 @@ def _figure(curves: dict[str, Any], restarts: list[Any], shots: int) -> Any:
     ),
     reproduced="beats_imle_all_low_shots and keeps_rising and restarts_agree",
     partial="beats_imle_one_level",
-    validity="imle_learns and network_trained and few_collapsed",
     key_metric="min_gap_low_shots",
 )
 def run(mode: str, seed: int) -> Outcome:

@@ -441,6 +441,8 @@ def _figures(id_rows: list[dict[str, Any]], decay: dict, rich: dict) -> dict[str
             agg="bound95",
             control="richardson_rel_bias_ambient_d",
         ),
+    ),
+    floors=(
         Threshold(
             "reference_exact",
             "reference_median_rel_width",
@@ -460,7 +462,6 @@ def _figures(id_rows: list[dict[str, Any]], decay: dict, rich: dict) -> dict[str
     ),
     reproduced="id and accuracy and debias_hi and debias_lo",
     partial="id or accuracy or (debias_hi and debias_lo)",
-    validity="reference_exact and bias_resolved",
     key_metric="accuracy_median_rel_error",
     revision=2,
 )

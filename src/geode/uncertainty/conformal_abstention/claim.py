@@ -288,6 +288,8 @@ def _data(cfg: dict[str, Any], seed: int, per: str) -> dict[str, Any]:
             agg="all",
             control=("noise_minus_msp_auroc", "ts_minus_msp_auroc"),
         ),
+    ),
+    floors=(
         Threshold(
             "model_learned",
             "seen_accuracy",
@@ -315,7 +317,6 @@ def _data(cfg: dict[str, Any], seed: int, per: str) -> dict[str, Any]:
     ),
     reproduced="valid and more_participation and higher_auroc",
     partial="valid",
-    validity="model_learned and needs_abstention and feasible",
     key_metric="geometry_minus_msp_participation",
 )
 def run(mode: str, seed: int) -> Outcome:

