@@ -5,13 +5,18 @@ import math
 import numpy as np
 import pytest
 
-from geode.claims import Outcome, Threshold, evaluate_verdict
+from geode.claims import Outcome, Rules, Threshold, evaluate
 
 T = (
     Threshold("strong", "ratio", ">=", 2.0),
     Threshold("rises", "rises", ">=", 1.0),
     Threshold("weak", "ratio", ">=", 1.2),
 )
+
+
+def _verdict(reproduced, partial, metrics, floors=()):
+    rules = Rules(thresholds=T, floors=tuple(floors), reproduced=reproduced, partial=partial)
+    return evaluate(rules, [metrics], single=True).verdict
 
 
 @pytest.mark.parametrize(
@@ -21,25 +26,32 @@ T = (
         ({"ratio": 3.0, "rises": 0.0}, "partial"),
         ({"ratio": 1.5, "rises": 1.0}, "partial"),
         ({"ratio": 1.0, "rises": 1.0}, "not reproduced"),
-        ({"rises": 1.0}, "not reproduced"),  # a missing metric fails its thresholds
+        ({"rises": 1.0}, "inconclusive"),  # a missing metric is unknown, never a pass or a fail
     ],
 )
 def test_verdict_follows_the_rules(metrics, expected):
-    verdict, checks = evaluate_verdict(T, "strong and rises", "weak", metrics)
-    assert verdict == expected
-    assert [c["name"] for c in checks] == ["strong", "rises", "weak"]
-    assert all(c["passed"] == t.passes(metrics) for c, t in zip(checks, T))
+    assert _verdict("strong and rises", "weak", metrics) == expected
 
 
 def test_default_rules_are_all_thresholds_and_never_partial():
-    assert evaluate_verdict(T, None, None, {"ratio": 3.0, "rises": 1.0})[0] == "reproduced"
-    assert evaluate_verdict(T, None, None, {"ratio": 1.5, "rises": 1.0})[0] == "not reproduced"
+    assert _verdict(None, None, {"ratio": 3.0, "rises": 1.0}) == "reproduced"
+    assert _verdict(None, None, {"ratio": 1.5, "rises": 1.0}) == "not reproduced"
 
 
 def test_rules_support_or_not_and_parentheses():
     rule = "(strong or weak) and not rises"
-    assert evaluate_verdict(T, rule, None, {"ratio": 1.3, "rises": 0.0})[0] == "reproduced"
-    assert evaluate_verdict(T, rule, None, {"ratio": 1.3, "rises": 1.0})[0] == "not reproduced"
+    assert _verdict(rule, None, {"ratio": 1.3, "rises": 0.0}) == "reproduced"
+    assert _verdict(rule, None, {"ratio": 1.3, "rises": 1.0}) == "not reproduced"
+
+
+def test_three_valued_rules_follow_kleene_logic():
+    from geode.claims.types import eval_rule3, parse_rule
+
+    tree = parse_rule("a and (b or not c)", {"a", "b", "c"}, "r")
+    assert eval_rule3(tree, {"a": False, "b": None, "c": None}) is False
+    assert eval_rule3(tree, {"a": True, "b": True, "c": None}) is True
+    assert eval_rule3(tree, {"a": True, "b": False, "c": None}) is None
+    assert eval_rule3(tree, {"a": None, "b": True, "c": False}) is None
 
 
 @pytest.mark.parametrize(
@@ -60,16 +72,18 @@ def test_threshold_rejects_bad_definitions():
 
 def test_rules_reject_unknown_names_and_code():
     with pytest.raises(ValueError, match="unknown threshold"):
-        evaluate_verdict(T, "strong and bogus", None, {})
+        Rules(thresholds=T, reproduced="strong and bogus")
     with pytest.raises(ValueError, match="may use only"):
-        evaluate_verdict(T, "__import__('os')", None, {})
+        Rules(thresholds=T, reproduced="__import__('os')")
     with pytest.raises(ValueError, match="not a valid expression"):
-        evaluate_verdict(T, "strong and", None, {})
+        Rules(thresholds=T, reproduced="strong and")
 
 
 def test_threshold_round_trips_through_a_dict():
     t = Threshold("t", "m", "<", 0.25, "small error")
     assert Threshold.from_dict(t.to_dict()) == t
+    v3 = Threshold("t", "m", ">", "other", agg="bound95", ablation="abl", arms=("a", "b"), requires="f")
+    assert Threshold.from_dict(v3.to_dict()) == v3 and v3.requires == ("f",) and v3.paired
 
 
 def test_outcome_requires_finite_metrics_and_plain_tables():
@@ -110,16 +124,17 @@ def test_threshold_with_aggregation_and_controls_round_trips():
         Threshold.from_dict({"name": "t"})
 
 
-def test_a_failed_validity_rule_gives_inconclusive_for_one_run():
-    ts = (*T, Threshold("floor", "acc", ">=", 0.8))
-    assert evaluate_verdict(ts, None, None, {"ratio": 3.0, "rises": 1.0, "acc": 0.5}, "floor")[0] == "inconclusive"
-    # the floor is not part of the default reproduced rule
-    assert evaluate_verdict(ts, None, None, {"ratio": 3.0, "rises": 1.0, "acc": 0.9}, "floor")[0] == "reproduced"
+def test_a_failed_floor_gives_inconclusive_for_one_run():
+    floor = Threshold("floor", "acc", ">=", 0.8)
+    assert _verdict(None, None, {"ratio": 3.0, "rises": 1.0, "acc": 0.5}, [floor]) == "inconclusive"
+    # a floor is never part of the reproduced rule
+    assert _verdict(None, None, {"ratio": 3.0, "rises": 1.0, "acc": 0.9}, [floor]) == "reproduced"
 
 
 def _claim(**kw):
     from geode.claims import Claim
 
+    rules = {k: kw.pop(k) for k in ("thresholds", "reproduced", "partial", "min_seeds") if k in kw}
     base = dict(
         slug="_x",
         title="x",
@@ -127,9 +142,7 @@ def _claim(**kw):
         claim="c",
         paper_figure="f",
         baselines=(),
-        thresholds=T,
-        reproduced=None,
-        partial=None,
+        rules=Rules(**{"thresholds": T, "min_seeds": 3, **rules}),
         key_metric="ratio",
         run=lambda mode, seed: None,
         module="m",
@@ -142,13 +155,20 @@ def test_claims_need_three_seeds_or_say_how_they_replicate():
     with pytest.raises(ValueError, match="replication"):
         _claim(min_seeds=1)
     assert _claim(min_seeds=1, replication="60 repetitions x 3 draws").min_seeds == 1
-    with pytest.raises(ValueError, match="validity"):
-        _claim(validity="nothing_like_this")
 
 
-def test_the_definition_hash_follows_what_decides_the_verdict():
+def test_the_definition_hash_follows_what_run_measures_not_how_it_is_judged():
     base = _claim().definition_hash()
     assert _claim(doc="other words", paper_figure="other figure").definition_hash() == base
     assert _claim(revision=2).definition_hash() != base
-    assert _claim(thresholds=(Threshold("strong", "ratio", ">=", 2.5), *T[1:])).definition_hash() != base
-    assert _claim(partial="weak").definition_hash() != base
+    assert _claim(slug="_y").definition_hash() != base
+    # rules are always taken from the current definition, so a changed rule re-judges without re-running
+    assert _claim(thresholds=(Threshold("strong", "ratio", ">=", 2.5), *T[1:])).definition_hash() == base
+    assert _claim(partial="weak").definition_hash() == base
+
+
+def test_a_claim_knows_every_metric_it_needs():
+    t = Threshold("t", "m", ">", "base", control="ctrl", ablation="abl")
+    c = _claim(thresholds=(t,))
+    assert c.metrics_needed() == {"m", "base", "ctrl", "abl", "ratio"}
+    assert c.missing_metrics({"m": 1.0, "base": 0.0}) == ["abl", "ctrl", "ratio"]

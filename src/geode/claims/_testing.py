@@ -3,8 +3,8 @@
 Importing this module registers them. Each exercises one path of the harness: a clean result with a
 figure, a claim that raises, one that hangs past its timeout, one that kills its process, one whose
 verdict depends on the seed, one that starts a helper process (process-tree clean-up), one that computes
-then sleeps (CPU time), one with validity floors and negative controls, and one whose every text field is
-hostile (report escaping).
+then sleeps (CPU time), one with validity floors and negative controls, one whose every text field is
+hostile (report escaping), and two whose verdicts are underpowered (one resolves with a fourth seed, one never).
 """
 
 from __future__ import annotations
@@ -176,3 +176,28 @@ def _hostile(mode: str, seed: int) -> Outcome:
         notes=[HOSTILE],
         tuned=[{"method": HOSTILE, "selected": HOSTILE}],
     )
+
+
+@register(
+    "_noisy",
+    claim="A toy claim that is underpowered on seeds 0-2 and resolves with a fourth seed.",
+    paper_figure="gain > 0",
+    baselines=("baseline",),
+    thresholds=(Threshold("gain", "gain", ">", 0.0, "the method beats the baseline", agg="bound95"),),
+)
+def _noisy(mode: str, seed: int) -> Outcome:
+    """Seeds 0-2: the 90% interval of the mean gain contains 0; with seed 3 it is clear of 0."""
+    gains = [0.5, -0.1, 0.6, 0.55, 0.5, 0.6]
+    return Outcome(metrics={"gain": gains[seed % 6]}, summary=f"gain {gains[seed % 6]}")
+
+
+@register(
+    "_coin",
+    claim="A toy claim whose gain is a fair coin: no number of seeds resolves it.",
+    paper_figure="gain > 0",
+    baselines=("baseline",),
+    thresholds=(Threshold("gain", "gain", ">", 0.0, "the method beats the baseline", agg="bound95"),),
+)
+def _coin(mode: str, seed: int) -> Outcome:
+    gain = 1.0 if seed % 2 == 0 else -1.0
+    return Outcome(metrics={"gain": gain}, summary=f"gain {gain}")

@@ -81,6 +81,7 @@ def register(
     tuned : sequence of str
         The methods (``method`` keys of ``Outcome.tuned``) that must be tuned with the same budget, at least 3
         values per numeric knob, and no selection left on an edge; a comparison with one that fails is unknown.
+        A name may be a pattern (``"*: GPR-GNN"``) matching the keys of several studies.
     untuned : mapping of str to str, optional
         Methods with nothing to tune, each with the reason (``{"FCFS": "no parameter"}``).
     learned : sequence of Learned

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from geode.claims.types import FIGURE_NAME, MODES, VERDICTS
+from geode.claims.types import FIGURE_NAME, MODES, VERDICTS, parse_rule
 from geode.claims.verdict import Rules
 
 __all__ = [
@@ -150,11 +150,15 @@ def _check_claim(claim: Any, where: str) -> None:
             isinstance(v, list) and all(isinstance(x, str) for x in v), where, f"claim field {key!r} must list strings"
         )
     _check(isinstance(claim.get("thresholds", []), list), where, "claim field 'thresholds' must be a list")
-    if claim.get("thresholds"):
-        try:
+    try:
+        if claim.get("thresholds"):
             Rules.from_dict(claim)
-        except (ValueError, TypeError) as exc:
-            raise ResultFileError(f"{where}: claim definition: {exc}") from None
+        else:  # a description without thresholds judges nothing, but its rules must still parse
+            for key in ("reproduced", "partial", "validity"):
+                if claim.get(key) is not None:
+                    parse_rule(claim[key], set(), key)
+    except (ValueError, TypeError) as exc:
+        raise ResultFileError(f"{where}: claim definition: {exc}") from None
     ms = claim.get("min_seeds", 1)
     _check(isinstance(ms, int) and not isinstance(ms, bool) and 1 <= ms <= 100, where, "claim min_seeds is malformed")
 

@@ -75,9 +75,9 @@ AGGREGATES: tuple[str, ...] = ("mean", "geomean", "median", "bound95", "geobound
 """
 
 _K_OF_N = re.compile(r"^\s*(\d+)\s+of\s+(\d+)\s*$")
-_NAME = re.compile(r"[^\s,][^,\n]{0,79}")
+_NAME = re.compile(r"\S[^\n]{0,119}")
 """What an arm's name may be: the ``method`` key of a tuned table (``"sds-lora"``, ``"ta"``, ``"GPR-GNN"``,
-``"AdaMerging (layer-wise)"``): up to 80 characters, no comma or line break, not starting with a space."""
+``"AdaMerging (layer-wise)"``): up to 120 characters on one line, not starting with a space."""
 
 
 def parse_agg(agg: str) -> tuple[str, float]:
@@ -325,7 +325,7 @@ class Learned:
 
     def __post_init__(self) -> None:
         if not isinstance(self.arm, str) or not _NAME.fullmatch(self.arm):
-            raise ValueError(f"Learned arm must be a name without commas or line breaks; got {self.arm!r}")
+            raise ValueError(f"Learned arm must be a one-line name; got {self.arm!r}")
         if self.untrained is None and self.trivial is None:
             raise ValueError(f"Learned {self.arm!r}: give the untrained version's metric, the trivial one's, or both")
         parse_agg(self.agg)

@@ -26,6 +26,7 @@ one or more seeds, :func:`evaluate`
 from __future__ import annotations
 
 import ast
+import fnmatch
 import itertools
 import math
 import statistics
@@ -92,7 +93,8 @@ class Rules:
 
     def __post_init__(self) -> None:
         for name in ("thresholds", "floors", "method", "tuned", "learned"):
-            object.__setattr__(self, name, tuple(getattr(self, name)))
+            value = getattr(self, name)
+            object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(value))
         object.__setattr__(self, "untuned", dict(self.untuned))
         if not self.thresholds:
             raise ValueError("at least one verdict threshold is required")
@@ -322,35 +324,46 @@ def _axes(text: Any) -> dict[str, int] | None:
     return out
 
 
+def _matches(key: str, declared: str) -> bool:
+    """A tuned-table key against a declared method: equal, or matching its ``*``/``?`` pattern (``"*: GCN"``)."""
+    if any(ch in declared for ch in "*?["):
+        return fnmatch.fnmatchcase(key, declared)
+    return key == declared
+
+
 def coverage(rules: Rules, tuned: Sequence[Sequence[Mapping[str, Any]]]) -> dict[str, list[str]]:
     """For each declared tuned method, why its tuning fails the protocol in these runs (empty: it passes).
 
-    ``tuned`` holds each run's tuned table. A method fails when a run's table lacks it, when its budget differs
-    from another declared method's in the same study (rows that share their other keys, e.g. ``K``), when a
-    numeric knob has fewer than 3 values, or when a selection is left on a grid's edge.
+    ``tuned`` holds each run's tuned table. A method fails when a run's table lacks it, when it shares no budget
+    with the other declared methods of its study (rows that share their other keys, e.g. ``K``), when a numeric
+    knob has fewer than 3 values, or when a selection is left on a grid's edge. A declared method may be a
+    pattern (``"*: GPR-GNN"``) that matches the keys of several studies (``"cora: GPR-GNN"``, ...).
     """
     problems: dict[str, list[str]] = {m: [] for m in rules.tuned}
     for i, rows in enumerate(tuned):
         where = f"run {i + 1}" if len(tuned) > 1 else "the run"
         rows = [r for r in rows if isinstance(r, Mapping)]
-        studies: dict[tuple[tuple[str, str], ...], dict[str, Any]] = {}
+        studies: dict[tuple[tuple[str, str], ...], dict[str, set[tuple[Any, Any]]]] = {}
         for m in rules.tuned:
-            mine = [r for r in rows if str(r.get("method")) == m]
+            mine = [r for r in rows if _matches(str(r.get("method")), m)]
             if not mine:
                 problems[m].append(f"not in the tuned table ({where})")
                 continue
             for r in mine:
                 study = tuple(sorted((k, str(v)) for k, v in r.items() if k not in _STANDARD_TUNED_KEYS))
-                budget = r.get("budget", r.get("trials"))
-                studies.setdefault(study, {})[m] = (budget, r.get("extend", 0))
+                budget = (r.get("budget", r.get("trials")), r.get("extend", 0))
+                studies.setdefault(study, {}).setdefault(m, set()).add(budget)
                 for knob, n in (_axes(r.get("axes")) or {}).items():
                     if n < 3:
                         problems[m].append(f"knob {knob} has {n} values (needs >= 3)")
                 if r.get("edge"):
                     problems[m].append(f"selected on a grid edge: {r['edge']}")
         for budgets in studies.values():
-            if len(set(budgets.values())) > 1:
-                text = ", ".join(f"{m} {b[0]}+{b[1]}" for m, b in budgets.items())
+            # a method may sit in several tune() calls of one study; the declared ones must share a budget
+            if len(budgets) > 1 and not set.intersection(*budgets.values()):
+                text = ", ".join(
+                    f"{m} " + "/".join(f"{b}+{e}" for b, e in sorted(v, key=str)) for m, v in budgets.items()
+                )
                 for m in budgets:
                     problems[m].append(f"unequal budgets ({text}; {where})")
     return {m: list(dict.fromkeys(p)) for m, p in problems.items()}

@@ -154,6 +154,7 @@ def _fit_temperature(logits: Any, labels: Any) -> float:
             "PoLAR-VBLL has the lowest in-distribution ECE (one-sided 95% bound of the margin over seeds)",
             agg="bound95",
             control="control_id_ece_margin",
+            arms=("polar-vbll", "lora-map", "polar-map", "lora-vbll"),
         ),
         Threshold(
             "nll_id",
@@ -163,6 +164,7 @@ def _fit_temperature(logits: Any, labels: Any) -> float:
             "PoLAR-VBLL has the lowest in-distribution NLL (bound95)",
             agg="bound95",
             control="control_id_nll_margin",
+            arms=("polar-vbll", "lora-map", "polar-map", "lora-vbll"),
         ),
         Threshold(
             "ece_ood",
@@ -172,6 +174,7 @@ def _fit_temperature(logits: Any, labels: Any) -> float:
             "PoLAR-VBLL has the lowest OOD ECE (bound95)",
             agg="bound95",
             control="control_ood_ece_margin",
+            arms=("polar-vbll", "lora-map", "polar-map", "lora-vbll"),
         ),
         Threshold(
             "nll_ood",
@@ -181,6 +184,7 @@ def _fit_temperature(logits: Any, labels: Any) -> float:
             "PoLAR-VBLL has the lowest OOD NLL (bound95)",
             agg="bound95",
             control="control_ood_nll_margin",
+            arms=("polar-vbll", "lora-map", "polar-map", "lora-vbll"),
         ),
         Threshold(
             "acc",
@@ -190,6 +194,7 @@ def _fit_temperature(logits: Any, labels: Any) -> float:
             "PoLAR-VBLL's ID accuracy within 1 point of LoRA-MAP's, or better (bound95)",
             agg="bound95",
             control="control_acc_vs_lora_map_points",
+            arms=("polar-vbll", "lora-map"),
         ),
         Threshold(
             "srank",
@@ -199,6 +204,7 @@ def _fit_temperature(logits: Any, labels: Any) -> float:
             "PoLAR's ΔW stable rank exceeds LoRA's (bound95)",
             agg="bound95",
             control="control_srank_lora_map_minus_lora_vbll",
+            arms=("polar-vbll", "lora-map", "polar-map", "lora-vbll"),
         ),
         Threshold(
             "ece_id_vs_ts",
@@ -208,6 +214,7 @@ def _fit_temperature(logits: Any, labels: Any) -> float:
             "reported, not in the verdict: PoLAR-VBLL's ID ECE below temperature-scaled LoRA-MAP's (bound95)",
             agg="bound95",
             control="control_id_ece_margin",
+            arms=("polar-vbll", "lora-map"),
         ),
     ),
     floors=(
@@ -230,6 +237,8 @@ def _fit_temperature(logits: Any, labels: Any) -> float:
     ),
     reproduced="ece_id and nll_id and ece_ood and nll_ood and acc and srank",
     partial="ece_id and nll_id",
+    method="polar-vbll",
+    tuned=("polar-vbll", "lora-map", "polar-map", "lora-vbll"),
     key_metric="id_ece_margin",
     revision=2,
 )

@@ -383,6 +383,8 @@ def _smollm2(cfg: dict[str, Any], seed: int) -> list[dict[str, Any]]:
             "one-sided 95% bound of the geometric mean over seeds)",
             agg="geobound95",
             control="mf_lora_growth",
+            arms=("sds",),
+            requires=("mf_converged",),
         ),
         Threshold(
             "a_lora_degrades",
@@ -392,6 +394,8 @@ def _smollm2(cfg: dict[str, Any], seed: int) -> list[dict[str, Any]]:
             "(a) LoRA's tuned GD steps-to-tolerance grow > 10x from kappa=1 to kappa=100 (geobound95)",
             agg="geobound95",
             control="control_mf_lora_resample_growth",
+            arms=("lora",),
+            requires=("mf_converged",),
         ),
         Threshold(
             "b_all_seeds",
@@ -402,6 +406,8 @@ def _smollm2(cfg: dict[str, Any], seed: int) -> list[dict[str, Any]]:
             "(dual-branch reading)",
             agg="all",
             control="control_adapt_margin_lora_reseeded",
+            arms=("sds-dual", "lora", "full"),
+            requires=("base_knows_task_a", "full_ft_learns_b", "adapters_learn_b"),
         ),
         Threshold(
             "a_sds_flat_grad",
@@ -420,6 +426,8 @@ def _smollm2(cfg: dict[str, Any], seed: int) -> list[dict[str, Any]]:
             "reported, not in the verdict: (b) with the gradient reading (all seeds)",
             agg="all",
             control="control_adapt_margin_lora_reseeded",
+            arms=("sds", "lora", "full"),
+            requires=("base_knows_task_a", "full_ft_learns_b", "adapters_learn_b"),
         ),
         Threshold(
             "a_sds_flat_adam",
@@ -438,6 +446,8 @@ def _smollm2(cfg: dict[str, Any], seed: int) -> list[dict[str, Any]]:
             "reported, not in the verdict: (a) LoRA with Adam grows > 10x (geobound95)",
             agg="geobound95",
             control="control_mf_adam_lora_resample_growth",
+            arms=("lora",),
+            requires=(),
         ),
     ),
     floors=(
@@ -465,6 +475,7 @@ def _smollm2(cfg: dict[str, Any], seed: int) -> list[dict[str, Any]]:
             0.5,
             "floor: full FT learns task B (answer loss <= half the uniform guess's ln V)",
             agg="all",
+            arms=("full",),
         ),
         Threshold(
             "adapters_learn_b",
@@ -477,6 +488,8 @@ def _smollm2(cfg: dict[str, Any], seed: int) -> list[dict[str, Any]]:
     ),
     reproduced="a_sds_flat and a_lora_degrades and b_all_seeds",
     partial="a_sds_flat and a_lora_degrades",
+    method=("sds", "sds-dual"),
+    tuned=("sds", "sds-dual", "lora", "full"),
     key_metric="mf_sds_growth",
     revision=3,
 )

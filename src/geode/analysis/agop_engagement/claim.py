@@ -161,6 +161,7 @@ def _n_peaks(e: np.ndarray) -> int:
             "Spearman rho(E, |dB/dt|) over the checkpoints > 0.3 (E: mean over blocks) in >= 4 of 5 seeds",
             agg="4 of 5",
             control=("rho_random", "rho_shuffled"),
+            arms=("engagement", "probe @ blocks.0", "probe @ blocks.1"),
         ),
         Threshold(
             "precedes",
@@ -170,6 +171,7 @@ def _n_peaks(e: np.ndarray) -> int:
             "E's peak is at or before the steepest rise of B (1 = yes) in >= 3 of 5 seeds",
             agg="3 of 5",
             control=("random_precedes", "shuffled_precedes"),
+            arms=("engagement", "probe @ blocks.0", "probe @ blocks.1"),
         ),
     ),
     floors=(
@@ -196,11 +198,18 @@ def _n_peaks(e: np.ndarray) -> int:
             0.9,
             "floor: subject number decodable (probe validation accuracy >= 0.9, better block) at the end",
             agg="all",
+            arms=("probe @ blocks.0", "probe @ blocks.1"),
         ),
     ),
     reproduced="aligned and precedes",
     partial="aligned",
     key_metric="rho_engagement",
+    method="engagement",
+    tuned=("probe @ blocks.0", "probe @ blocks.1", "shuffled @ blocks.0", "shuffled @ blocks.1"),
+    untuned={
+        "random direction": "no hyper-parameter: a fixed random direction under the same AGOP",
+        "gradient norm": "no hyper-parameter: the AGOP trace",
+    },
 )
 def run(mode: str, seed: int) -> Outcome:
     from sklearn.exceptions import ConvergenceWarning

@@ -201,6 +201,7 @@ def _verdict(m: dict[str, float], prefix: str) -> str:
             "Spearman(faithfulness gap, FVU degradation) over 7 shifts of 4 kinds >= 0.8 (2 of 3 seeds)",
             agg="2 of 3",
             control="random_gap_rank_corr",
+            arms=("law", "unadapted"),
         ),
         Threshold(
             "gae_beats_refit",
@@ -210,6 +211,7 @@ def _verdict(m: dict[str, float], prefix: str) -> str:
             "GAE's held-out OOD FVU no worse than the tuned decoder refit's (geometric mean over shifts; 2 of 3)",
             agg="2 of 3",
             control=("meanshift_over_refit_fvu_geomean", "unadapted_over_refit_fvu_geomean"),
+            arms=("gae_theory", "refit"),
         ),
         Threshold(
             "gae_matches",
@@ -219,6 +221,7 @@ def _verdict(m: dict[str, float], prefix: str) -> str:
             "GAE's OOD FVU within 20 % of the fine-tuned dictionary's at every rotation angle (2 of 3 seeds)",
             agg="2 of 3",
             control="unadapted_over_finetune_fvu_max",
+            arms=("gae_theory", "finetune"),
         ),
         Threshold(
             "gae_cuts",
@@ -228,6 +231,7 @@ def _verdict(m: dict[str, float], prefix: str) -> str:
             "GAE removes >= 50 % of the unadapted excess FVU at 30 and 60 degrees (2 of 3 seeds)",
             agg="2 of 3",
             control="meanshift_excess_cut_min_30_60",
+            arms=("gae_theory", "unadapted"),
         ),
     ),
     floors=(
@@ -254,12 +258,19 @@ def _verdict(m: dict[str, float], prefix: str) -> str:
             0.8,
             "floor: fine-tuning cuts the unadapted FVU by >= 20 % at 60 degrees (every seed)",
             agg="all",
+            arms="finetune",
         ),
     ),
     reproduced="gap_predicts and gae_beats_refit and gae_matches",
     partial="gap_predicts and gae_cuts",
     key_metric="gae_over_refit_fvu_geomean",
     revision=2,
+    method=("gae_theory", "law"),
+    tuned=("gae_theory", "refit", "finetune"),
+    untuned={
+        "unadapted": "no hyper-parameter: the ID dictionary as it is, no adaptation",
+        "meanshift": "no hyper-parameter: closed-form re-centring on the OOD mean",
+    },
 )
 def run(mode: str, seed: int) -> Outcome:
     import matplotlib

@@ -89,6 +89,8 @@ _MEASURES = ("msa", "msa_samples", "cka", "rsa", "procrustes")
             "MSA orders the rich-lazy continuum (Mantel vs |log alpha| gaps) better than 1 - CKA (2 of 3 seeds)",
             agg="2 of 3",
             control="mantel_random_minus_cka",
+            arms=("MSA", "CKA"),
+            requires="regimes_realised",
         ),
         Threshold(
             "msa_beats_rsa",
@@ -98,6 +100,8 @@ _MEASURES = ("msa", "msa_samples", "cka", "rsa", "procrustes")
             "MSA orders the rich-lazy continuum better than 1 - RSA (2 of 3 seeds)",
             agg="2 of 3",
             control="mantel_random_minus_rsa",
+            arms=("MSA", "RSA"),
+            requires="regimes_realised",
         ),
         Threshold(
             "msa_more_sensitive",
@@ -108,6 +112,8 @@ _MEASURES = ("msa", "msa_samples", "cka", "rsa", "procrustes")
             "Procrustes (2 of 3 seeds)",
             agg="2 of 3",
             control="isometry_rel_msa_over_extrinsic",
+            arms=("MSA", "CKA", "RSA", "Procrustes"),
+            requires=(),
         ),
         Threshold(
             "warp_msa_moves",
@@ -117,6 +123,8 @@ _MEASURES = ("msa", "msa_samples", "cka", "rsa", "procrustes")
             "the warp moves MSA at least as far as two unrelated random networks are apart (2 of 3 seeds)",
             agg="2 of 3",
             control="isometry_rel_msa",
+            arms="MSA",
+            requires=(),
         ),
         Threshold(
             "invariant",
@@ -125,6 +133,8 @@ _MEASURES = ("msa", "msa_samples", "cka", "rsa", "procrustes")
             0.01,
             "MSA <= 0.01 under rotation, scale, and change under a shared reparametrisation (every seed)",
             agg="all",
+            arms="MSA",
+            requires=(),
         ),
     ),
     floors=(
@@ -149,6 +159,12 @@ _MEASURES = ("msa", "msa_samples", "cka", "rsa", "procrustes")
     partial="msa_more_sensitive and warp_msa_moves and invariant",
     key_metric="mantel_msa_minus_cka",
     revision=2,
+    method="MSA",
+    untuned={
+        "CKA": "no hyper-parameter: 1 - linear CKA, closed form",
+        "RSA": "no hyper-parameter: 1 - Spearman of Euclidean RDMs, closed form",
+        "Procrustes": "no hyper-parameter: Procrustes angular distance, closed form",
+    },
 )
 def run(mode: str, seed: int) -> Outcome:
     import matplotlib

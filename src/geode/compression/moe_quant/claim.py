@@ -137,6 +137,7 @@ def _ranks(spectra: list[list[torch.Tensor]], loads: torch.Tensor, per_expert: i
             "load-aware compensation: lower test perplexity than uniform ranks at the same total rank, every seed",
             agg="all",
             control="invload_vs_uniform_ppl_ratio",
+            arms=("la", "uniform"),
         ),
         Threshold(
             "replay_helps",
@@ -146,6 +147,7 @@ def _ranks(spectra: list[list[torch.Tensor]], loads: torch.Tensor, per_expert: i
             "routing-replay QAT: lower test perplexity than QAT without replay (same init, both tuned), every seed",
             agg="all",
             control="shuffled_vs_noreplay_ppl_ratio",
+            arms=("replay", "noreplay"),
         ),
         Threshold(
             "routing_improves",
@@ -155,6 +157,7 @@ def _ranks(spectra: list[list[torch.Tensor]], loads: torch.Tensor, per_expert: i
             "top-k agreement with full-precision routes: full method above MXFP4 PTQ, every seed",
             agg="all",
             control="plainqat_minus_ptq_agreement",
+            arms=("replay", "ptq"),
         ),
         Threshold(
             "combined_helps",
@@ -164,6 +167,7 @@ def _ranks(spectra: list[list[torch.Tensor]], loads: torch.Tensor, per_expert: i
             "load-aware + replay QAT: lower test perplexity than plain QAT (uniform ranks, no replay), every seed",
             agg="all",
             control="shuffled_vs_plainqat_ppl_ratio",
+            arms=("replay", "plainqat"),
         ),
     ),
     floors=(
@@ -194,6 +198,13 @@ def _ranks(spectra: list[list[torch.Tensor]], loads: torch.Tensor, per_expert: i
     ),
     reproduced="loadaware_helps and replay_helps and routing_improves",
     partial="combined_helps",
+    method=("replay", "la"),
+    tuned=("replay", "noreplay", "plainqat"),
+    untuned={
+        "la": "no hyper-parameter (the total rank is fixed by the budget; the allocation rule is the method)",
+        "uniform": "no hyper-parameter (the total rank is fixed by the budget, spread uniformly)",
+        "ptq": "no hyper-parameter (MXFP4 round-to-nearest)",
+    },
     key_metric="full_vs_plainqat_ppl_ratio",
 )
 def run(mode: str, seed: int) -> Outcome:

@@ -139,6 +139,7 @@ def _psnr(x: torch.Tensor, ref: torch.Tensor) -> float:
             "SARA-DP's FID proxy below uniform truncation's at 30% fewer MACs, every seed",
             agg="all",
             control="dpperm_vs_uniform_fd_ratio",
+            arms=("dp", "uniform"),
         ),
         Threshold(
             "online_beats_uniform",
@@ -149,6 +150,7 @@ def _psnr(x: torch.Tensor, ref: torch.Tensor) -> float:
             "warm-up noises), every seed",
             agg="all",
             control="onlinerev_vs_uniform_matched_fd_ratio",
+            arms=("online", "uniform"),
         ),
     ),
     floors=(
@@ -171,6 +173,12 @@ def _psnr(x: torch.Tensor, ref: torch.Tensor) -> float:
     ),
     reproduced="dp_beats_uniform",
     partial="online_beats_uniform",
+    method=("dp", "online"),
+    untuned={
+        "dp": "no hyper-parameter (training-free; its only input is the MACs budget, the rank menu is fixed)",
+        "online": "no hyper-parameter (training-free; tau is set by the MACs budget on warm-up noises)",
+        "uniform": "no hyper-parameter (the largest single rank within the MACs budget)",
+    },
     key_metric="dp_vs_uniform_fd_ratio",
 )
 def run(mode: str, seed: int) -> Outcome:

@@ -150,6 +150,7 @@ def _outlier_errors(seed: int, finetune_steps: int, k: int, **shape: int) -> dic
             "SPHQuant W3 (3.125 bpw) test perplexity below GPTQ 3-bit g128 (3.25 bpw), every seed",
             agg="all",
             control="sphrand_vs_gptq_ppl_ratio",
+            arms=("sph", "gptq"),
         ),
         Threshold(
             "beats_rtn",
@@ -159,6 +160,7 @@ def _outlier_errors(seed: int, finetune_steps: int, k: int, **shape: int) -> dic
             "SPHQuant W3 test perplexity below RTN 3-bit g128, every seed",
             agg="all",
             control="sphrand_vs_rtn_ppl_ratio",
+            arms=("sph", "rtn"),
         ),
     ),
     floors=(
@@ -181,6 +183,8 @@ def _outlier_errors(seed: int, finetune_steps: int, k: int, **shape: int) -> dic
     ),
     reproduced="beats_gptq and beats_rtn",
     partial="beats_rtn",
+    method="sph",
+    tuned=("sph", "gptq", "rtn"),
     key_metric="sph_vs_gptq_ppl_ratio",
 )
 def run(mode: str, seed: int) -> Outcome:

@@ -196,6 +196,7 @@ def _replaceable_bytes(model: Any, x: torch.Tensor, names: list[str]) -> int:
             "peak memory drops >= 7% (every seed)",
             agg="all",
             control="fullrank_peak_reduction",
+            arms=("stacr", "baseline"),
         ),
         Threshold(
             "cosine",
@@ -205,6 +206,7 @@ def _replaceable_bytes(model: Any, x: torch.Tensor, names: list[str]) -> int:
             "mean weight-gradient cosine >= 0.98 (every seed)",
             agg="all",
             control="untracked_grad_cos",
+            arms=("stacr",),
         ),
         Threshold(
             "loss",
@@ -214,6 +216,7 @@ def _replaceable_bytes(model: Any, x: torch.Tensor, names: list[str]) -> int:
             "final test loss within 1.5% of the baseline's (every seed)",
             agg="all",
             control="untrained_loss_ratio",
+            arms=("stacr", "baseline"),
         ),
     ),
     floors=(
@@ -224,10 +227,13 @@ def _replaceable_bytes(model: Any, x: torch.Tensor, names: list[str]) -> int:
             0.8,
             "floor: the baseline's test loss is <= 0.8 x the loss at initialisation (every seed)",
             agg="all",
+            arms=("baseline",),
         ),
     ),
     reproduced="memory and cosine and loss",
     partial="memory and cosine",
+    method="stacr",
+    tuned=("stacr", "baseline"),
     key_metric="mean_grad_cos",
     timing_metrics=("step_time_ratio",),
 )

@@ -152,6 +152,7 @@ def _figures(synth: dict, sweep: dict[float, dict], real: dict[str, float]) -> d
             "(mean or log) selected on validation (synthetic; 2 of 3 seeds)",
             agg="2 of 3",
             control="synthetic_kl_reduction_random_scales",
+            arms=("cr", "direct"),
         ),
         Threshold(
             "real",
@@ -162,6 +163,7 @@ def _figures(synth: dict, sweep: dict[float, dict], real: dict[str, float]) -> d
             "over splits; 2 of 3 seeds)",
             agg="2 of 3",
             control="real_nll_gain_random_scales",
+            arms=("cr", "direct"),
         ),
         Threshold(
             "real_second",
@@ -171,6 +173,7 @@ def _figures(synth: dict, sweep: dict[float, dict], real: dict[str, float]) -> d
             "the same on a second real data set (breast cancer oracles; 2 of 3 seeds)",
             agg="2 of 3",
             control="real2_nll_gain_random_scales",
+            arms=("cr", "direct"),
         ),
     ),
     floors=(
@@ -193,6 +196,8 @@ def _figures(synth: dict, sweep: dict[float, dict], real: dict[str, float]) -> d
     ),
     reproduced="synthetic and real and real_second",
     partial="synthetic",
+    method="cr",
+    tuned=("cr", "direct"),
     key_metric="synthetic_kl_reduction",
     revision=2,
 )

@@ -172,6 +172,7 @@ def _study(k: int, seed: int, cfg: dict[str, Any]) -> dict[str, Any]:
             "MDA's normalised accuracy exceeds every named baseline's at K=4 (points; 2 of 3 seeds)",
             agg="2 of 3",
             control="randrot_margin_k4",
+            arms=("mda", "average", "ta", "ties", "ada"),
         ),
         Threshold(
             "best_k8",
@@ -181,6 +182,7 @@ def _study(k: int, seed: int, cfg: dict[str, Any]) -> dict[str, Any]:
             "MDA's normalised accuracy exceeds every named baseline's at K=8 (points; 2 of 3 seeds)",
             agg="2 of 3",
             control="randrot_margin_k8",
+            arms=("mda", "average", "ta", "ties", "ada"),
         ),
         Threshold(
             "grows_with_k",
@@ -190,6 +192,7 @@ def _study(k: int, seed: int, cfg: dict[str, Any]) -> dict[str, Any]:
             "(MDA - TIES) at K=8 exceeds (MDA - TIES) at K=4 (points; 2 of 3 seeds)",
             agg="2 of 3",
             control=("ada_vs_ties_growth", "ta_vs_ties_growth"),
+            arms=("mda", "ties"),
         ),
     ),
     floors=(
@@ -220,6 +223,8 @@ def _study(k: int, seed: int, cfg: dict[str, Any]) -> dict[str, Any]:
     ),
     reproduced="best_k4 and best_k8 and grows_with_k",
     partial="best_k4 or best_k8",
+    method="mda",
+    tuned=("mda", "average", "ta", "ties", "ada"),
     key_metric="mda_margin_k8",
 )
 def run(mode: str, seed: int) -> Outcome:

@@ -133,6 +133,7 @@ def _figure(acc: dict[str, float], swap_acc: dict[str, float], ceiling: float) -
             "SafeCut's test accuracy >= source-only + 2 points, in 2 of 3 seeds",
             agg="2 of 3",
             control="control_gain_vs_source_only_pts",
+            arms=("SafeCut", "source-only"),
         ),
         Threshold(
             "beats_naive",
@@ -142,6 +143,7 @@ def _figure(acc: dict[str, float], swap_acc: dict[str, float], ceiling: float) -
             "SafeCut >= tuned naive mutual exchange (same training) + 2 points, in 2 of 3 seeds",
             agg="2 of 3",
             control="control_gain_vs_naive_pts",
+            arms=("SafeCut", "naive exchange"),
         ),
         Threshold(
             "beats_confidence",
@@ -151,6 +153,7 @@ def _figure(acc: dict[str, float], swap_acc: dict[str, float], ceiling: float) -
             "SafeCut >= tuned confidence-gated exchange (same training) + 2 points, in 2 of 3 seeds",
             agg="2 of 3",
             control="control_gain_vs_confidence_pts",
+            arms=("SafeCut", "confidence gating"),
         ),
     ),
     floors=(
@@ -173,6 +176,9 @@ def _figure(acc: dict[str, float], swap_acc: dict[str, float], ceiling: float) -
     ),
     reproduced="beats_source and beats_naive and beats_confidence",
     partial="beats_source and beats_naive",
+    method="SafeCut",
+    tuned=("SafeCut", "self-training", "teacher->student", "naive exchange", "confidence gating"),
+    untuned={"source-only": "no hyper-parameter: the source-trained target model, not adapted"},
     key_metric="gain_vs_confidence_pts",
     revision=2,
 )

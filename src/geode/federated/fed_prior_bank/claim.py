@@ -104,6 +104,7 @@ _CONTROL = "PriorBank-shuffled"
             "1-shot macro-F1 beats FedAvg-backbone + ProtoNet by >= 2 points (one-sided 95% bound over seeds)",
             agg="bound95",
             control="control_gain_1shot_points",
+            arms=("PriorBank", "ProtoNet"),
         ),
         Threshold(
             "larger_at_1shot",
@@ -113,6 +114,7 @@ _CONTROL = "PriorBank-shuffled"
             "the gain over ProtoNet is larger at 1-shot than at 5-shot (one-sided 95% bound)",
             agg="bound95",
             control="control_gain_1shot_minus_5shot_points",
+            arms=("PriorBank", "ProtoNet"),
         ),
         Threshold(
             "beats_matched",
@@ -123,6 +125,7 @@ _CONTROL = "PriorBank-shuffled"
             "MAP-feature; one-sided 95% bound)",
             agg="bound95",
             control="control_gain_vs_matched_1shot_points",
+            arms=("PriorBank", "LR-support", "DC", "DC-tukey-moments", "MAP-feature"),
         ),
         Threshold(
             "beats_protonet",
@@ -132,6 +135,7 @@ _CONTROL = "PriorBank-shuffled"
             "1-shot macro-F1 beats ProtoNet at all (one-sided 95% bound)",
             agg="bound95",
             control="control_gain_1shot_points",
+            arms=("PriorBank", "ProtoNet"),
         ),
     ),
     floors=(
@@ -157,6 +161,8 @@ _CONTROL = "PriorBank-shuffled"
     ),
     reproduced="beats_protonet_2pt and larger_at_1shot and beats_matched",
     partial="beats_protonet",
+    method="PriorBank",
+    tuned=("PriorBank", "ProtoNet", "LR-support", "DC", "DC-tukey-moments", "MAP-feature"),
     key_metric="gain_1shot_points",
     revision=2,
     assets=("minilm",),

@@ -70,6 +70,7 @@ def _setups(mode: str) -> list[Any]:
             "RISE's test accuracy beats the best tuned baseline's by >= 1 point at Dir(0.05) (bound95)",
             agg="bound95",
             control="control_resampled_gain_vs_best_points",
+            arms=("RISE", "FedAvg", "FedProx", "ProtoKD", "FedDecorr"),
         ),
         Threshold(
             "higher_erank",
@@ -79,6 +80,7 @@ def _setups(mode: str) -> list[Any]:
             "RISE's penultimate features have a higher effective rank than the best baseline's (bound95)",
             agg="bound95",
             control="control_resampled_erank_gain_vs_best",
+            arms=("RISE", "FedAvg", "FedProx", "ProtoKD", "FedDecorr"),
         ),
         Threshold(
             "blsc_ablation_loses",
@@ -88,6 +90,7 @@ def _setups(mode: str) -> list[Any]:
             "dropping BLSC (lambda_b = 0 at RISE's selection) loses accuracy (bound95)",
             agg="bound95",
             control="control_rise_resampled_points",
+            arms="RISE",
         ),
         Threshold(
             "mrga_ablation_loses",
@@ -97,6 +100,7 @@ def _setups(mode: str) -> list[Any]:
             "dropping MRGA (lambda_m = 0 at RISE's selection) loses accuracy (bound95)",
             agg="bound95",
             control="control_rise_resampled_points",
+            arms="RISE",
         ),
         Threshold(
             "beats_fedavg_1pt",
@@ -106,15 +110,28 @@ def _setups(mode: str) -> list[Any]:
             "RISE's test accuracy beats tuned FedAvg's by >= 1 point (bound95)",
             agg="bound95",
             control="control_resampled_gain_vs_fedavg_points",
+            arms=("RISE", "FedAvg"),
+        ),
+        Threshold(
+            "rise_trains",
+            "rise_acc",
+            ">=",
+            0.5,
+            "reported: RISE did not collapse (acc >= 0.5)",
+            agg="all",
+            arms="RISE",
         ),
     ),
     floors=(
         Threshold("pretrained_learns", "pretrained_acc", ">=", 0.5, "floor: pre-trained model acc >= 0.5", agg="all"),
-        Threshold("fedavg_learns", "fedavg_acc", ">=", 0.5, "floor: tuned FedAvg acc >= 0.5", agg="all"),
-        Threshold("rise_trains", "rise_acc", ">=", 0.5, "floor: RISE did not collapse (acc >= 0.5)", agg="all"),
+        Threshold(
+            "fedavg_learns", "fedavg_acc", ">=", 0.5, "floor: tuned FedAvg acc >= 0.5", agg="all", arms="FedAvg"
+        ),
     ),
     reproduced="beats_best_1pt and higher_erank and blsc_ablation_loses and mrga_ablation_loses",
     partial="beats_fedavg_1pt",
+    method="RISE",
+    tuned=("RISE", "FedAvg", "FedProx", "ProtoKD", "FedDecorr"),
     key_metric="gain_vs_best_points",
     revision=1,
 )

@@ -76,6 +76,7 @@ GRIDS = {
             "W1(base)/W1(ADA) >= 5 on every observable, every seed",
             agg="all",
             control="control_w1_drop_min",
+            arms=("ADA", "base model"),
         ),
         Threshold(
             "mode_weight",
@@ -85,6 +86,7 @@ GRIDS = {
             "|P_ADA(x1<0) - P_true(x1<0)| <= 0.05, every seed",
             agg="all",
             control="base_mode_weight_error",
+            arms=("ADA",),
         ),
         Threshold(
             "beats_mm",
@@ -94,6 +96,7 @@ GRIDS = {
             "W1 on the bimodal observable: moment matching / ADA > 1, every seed",
             agg="all",
             control="mm_over_control_w1_x1",
+            arms=("ADA", "moment matching"),
         ),
         Threshold(
             "w1_drop2",
@@ -103,6 +106,7 @@ GRIDS = {
             "W1(base)/W1(ADA) >= 2 on every observable, every seed",
             agg="all",
             control="control_w1_drop_min",
+            arms=("ADA", "base model"),
         ),
     ),
     floors=(
@@ -116,6 +120,9 @@ GRIDS = {
     ),
     reproduced="w1_drop5 and mode_weight and beats_mm",
     partial="w1_drop2",
+    method="ADA",
+    tuned=("ADA", "moment matching", "MaxEnt reweighting", "ADA (o1 only)"),
+    untuned={"base model": "no hyper-parameter selected: the pre-trained flow every method starts from (ML fit)"},
     key_metric="w1_drop_min",
 )
 def run(mode: str, seed: int) -> Outcome:

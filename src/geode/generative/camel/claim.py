@@ -77,6 +77,7 @@ def _nn(a: np.ndarray, pool: np.ndarray) -> float:
             "NN distance to a 10^4 vanilla pool / the pool's own NN distance > 1, every seed",
             agg="all",
             control="control_random_nn_ratio_1e4",
+            arms=("CAMEL", "vanilla sampling"),
         ),
         Threshold(
             "recognisable",
@@ -86,6 +87,7 @@ def _nn(a: np.ndarray, pool: np.ndarray) -> float:
             "observer probability of the prompt class >= 0.8, every seed",
             agg="all",
             control="control_no_recog_p_class",
+            arms=("CAMEL",),
         ),
         Threshold(
             "novelty_fails",
@@ -95,6 +97,7 @@ def _nn(a: np.ndarray, pool: np.ndarray) -> float:
             "novelty-only observer probability < 0.8, every seed",
             agg="all",
             control="p_class",
+            arms=("novelty-only",),
         ),
     ),
     floors=(
@@ -105,6 +108,12 @@ def _nn(a: np.ndarray, pool: np.ndarray) -> float:
     ),
     reproduced="outside_basin and recognisable and novelty_fails",
     partial="outside_basin",
+    method="CAMEL",
+    tuned=("CAMEL", "novelty-only"),
+    untuned={
+        "vanilla sampling": "no parameter (the frozen creator's plain DDIM sampling)",
+        "random equal-norm offset": "no parameter (a random direction at CAMEL's offset norm)",
+    },
     key_metric="nn_ratio_1e4",
 )
 def run(mode: str, seed: int) -> Outcome:

@@ -263,6 +263,7 @@ def _figure(ts: np.ndarray, profiles: dict[str, dict[float, dict[str, Any]]]) ->
             "slope of log max||J|| vs log sigma in [-1.2, -0.8] on every manifold (|slope + 1| <= 0.2), every seed",
             agg="all",
             control=("ambient_slope_dev", "medial_slope_dev"),
+            arms=("law",),
         ),
         Threshold(
             "normal_contractive",
@@ -272,6 +273,7 @@ def _figure(ts: np.ndarray, profiles: dict[str, dict[float, dict[str, Any]]]) ->
             "sigma x most negative normal eigenvalue <= -0.25 on every manifold and sigma, every seed",
             agg="all",
             control="worst_tangent_rate",
+            arms=("law",),
         ),
         Threshold(
             "tangent_bounded",
@@ -281,6 +283,7 @@ def _figure(ts: np.ndarray, profiles: dict[str, dict[float, dict[str, Any]]]) ->
             "slope of the tangential block's max vs log sigma >= -0.25 on every manifold, every seed",
             agg="all",
             control=("normal_block_slope", "medial_slope"),
+            arms=("law",),
         ),
         Threshold(
             "slope_circle",
@@ -290,6 +293,7 @@ def _figure(ts: np.ndarray, profiles: dict[str, dict[float, dict[str, Any]]]) ->
             "slope on the circle in [-1.2, -0.8], every seed",
             agg="all",
             control=("circle_ambient_slope_dev", "circle_medial_slope_dev"),
+            arms=("law",),
         ),
     ),
     floors=(
@@ -320,6 +324,11 @@ def _figure(ts: np.ndarray, profiles: dict[str, dict[float, dict[str, Any]]]) ->
     ),
     reproduced="slope_all and normal_contractive and tangent_bounded",
     partial="slope_circle",
+    method="law",
+    untuned={
+        "ambient bound": "no parameter (closed form, Cov replaced by (diam/2)^2 I)",
+        "off-tube Jacobian": "no parameter (the exact Jacobian at the manifold's centre)",
+    },
     key_metric="worst_slope_dev",
 )
 def run(mode: str, seed: int) -> Outcome:

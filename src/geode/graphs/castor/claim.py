@@ -256,6 +256,7 @@ def _figure(names: list[str], accs: dict[str, dict[str, float]]) -> Any:
             "Castor ranks top-3 on every quick dataset (2 of 3 seeds)",
             agg="2 of 3",
             control="mlp_best_rank_homophilous",
+            arms=("*: Castor", "*: MLP", "*: GCN", "*: APPNP", "*: GPR-GNN", "*: ACM-GCN"),
         ),
         Threshold(
             "best_avg_rank",
@@ -265,6 +266,7 @@ def _figure(names: list[str], accs: dict[str, dict[str, float]]) -> Any:
             "Castor's average rank is better than every baseline's (2 of 3 seeds)",
             agg="2 of 3",
             control="mlp_rank_gap",
+            arms=("*: Castor", "*: MLP", "*: GCN", "*: APPNP", "*: GPR-GNN", "*: ACM-GCN"),
         ),
         Threshold(
             "mixed_margin",
@@ -274,6 +276,7 @@ def _figure(names: list[str], accs: dict[str, dict[str, float]]) -> Any:
             "Castor beats GPR-GNN and APPNP by >= 3 points on the mixed-homophily graph (2 of 3 seeds)",
             agg="2 of 3",
             control="gcn_mixed_margin",
+            arms=("*: Castor", "*: GPR-GNN", "*: APPNP"),
         ),
     ),
     floors=(
@@ -283,6 +286,7 @@ def _figure(names: list[str], accs: dict[str, dict[str, float]]) -> Any:
             ">=",
             0.0,
             "floor: every baseline within 3 points of (or above) its published Cora/CiteSeer accuracy (mean)",
+            arms=("*: MLP", "*: GCN", "*: APPNP", "*: GPR-GNN", "*: ACM-GCN"),
         ),
         Threshold(
             "few_collapsed",
@@ -294,6 +298,8 @@ def _figure(names: list[str], accs: dict[str, dict[str, float]]) -> Any:
     ),
     reproduced="top3_everywhere and best_avg_rank and mixed_margin",
     partial="best_avg_rank",
+    method="*: Castor",  # the tuned table keys each study by its dataset ("cora: Castor")
+    tuned=("*: Castor", "*: MLP", "*: GCN", "*: APPNP", "*: GPR-GNN", "*: ACM-GCN"),
     key_metric="castor_rank_gap",
     assets=("benchmark-graphs",),
 )

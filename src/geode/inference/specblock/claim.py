@@ -102,7 +102,7 @@ from typing import Any
 
 import numpy as np
 
-from geode.claims import Outcome, Threshold, register, tune
+from geode.claims import Outcome, Threshold, device_for, register, tune
 from geode.inference.specblock.drafters import EagleDrafter, ParallelDrafter, SpecBlockDrafter
 from geode.inference.specblock.experiment import (
     evaluate_drafter,
@@ -139,20 +139,14 @@ _SIZES: dict[str, dict[str, Any]] = {
 }
 
 
-def _device() -> Any:
-    import torch
-
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def _smollm2_world() -> tuple[Any, np.ndarray, int]:
+def _smollm2_world(device: str) -> tuple[Any, np.ndarray, int]:
     """SmolLM2-135M-Instruct on the claim's device and the same pydoc text as SmolLM2 token ids."""
     from pydoc_data.topics import topics
 
     from geode.models import load_smollm2
 
     model, tok = load_smollm2()
-    model = model.to(_device()).eval()
+    model = model.to(device).eval()
     text = "\n".join(topics[k] for k in sorted(topics))
     ids = np.asarray(tok(text)["input_ids"], dtype=np.int64)
     return model, ids, int(model.config.vocab_size)
@@ -209,6 +203,7 @@ def _set_knob(method: str, d: Any, params: dict[str, Any]) -> Any:
             "SpecBlock's modeled speed-up over the EAGLE-like drafter's, greedy (every seed)",
             agg="all",
             control="speedup_ratio_untrained",
+            arms=("SpecBlock", "EAGLE"),
         ),
         Threshold(
             "cheaper",
@@ -218,6 +213,7 @@ def _set_knob(method: str, d: Any, params: dict[str, Any]) -> Any:
             "SpecBlock's drafting cost per iteration over the EAGLE-like drafter's (every seed)",
             agg="all",
             control="draft_cost_ratio_autoregressive",
+            arms=("SpecBlock", "EAGLE"),
         ),
         Threshold(
             "beats_parallel",
@@ -227,6 +223,7 @@ def _set_knob(method: str, d: Any, params: dict[str, Any]) -> Any:
             "SpecBlock's acceptance length minus the parallel drafter's, greedy (every seed)",
             agg="all",
             control="tau_margin_parallel_untrained",
+            arms=("SpecBlock", "parallel"),
         ),
     ),
     floors=(
@@ -245,6 +242,8 @@ def _set_knob(method: str, d: Any, params: dict[str, Any]) -> Any:
     ),
     reproduced="faster and cheaper",
     partial="beats_parallel",
+    method="SpecBlock",
+    tuned=("EAGLE", "parallel", "SpecBlock"),
     key_metric="speedup_ratio",
 )
 def run(mode: str, seed: int) -> Outcome:
@@ -257,8 +256,9 @@ def run(mode: str, seed: int) -> Outcome:
     size = _SIZES[mode]
     t_start = time.process_time()
     smollm2 = bool(size.get("smollm2", False))
+    device = device_for(mode)
     if smollm2:
-        target, ids, vocab = _smollm2_world()
+        target, ids, vocab = _smollm2_world(device)
     else:
         ids, vocab = pydoc_char_ids()
     n = len(ids)

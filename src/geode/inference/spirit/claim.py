@@ -89,7 +89,7 @@ from typing import Any
 
 import numpy as np
 
-from geode.claims import Outcome, Threshold, register, tune
+from geode.claims import Outcome, Threshold, device_for, register, tune
 from geode.inference.spirit.decoding import greedy_decode, self_speculative_decode
 from geode.inference.spirit.policies import SpiritPolicy, StaticPolicy, SwiftPolicy, run_stream
 from geode.inference.spirit.stream import EOS, make_requests, smollm2_requests, train_target
@@ -132,13 +132,11 @@ def _run(
     return run_stream(model, reqs, policy, window=WINDOW, k=K, max_new=max_new, eos=eos)
 
 
-def _smollm2_target() -> tuple[Any, Any]:
-    import torch
-
+def _smollm2_target(device: str) -> tuple[Any, Any]:
     from geode.models import load_smollm2
 
     model, tok = load_smollm2()
-    return model.to("cuda" if torch.cuda.is_available() else "cpu").eval(), tok
+    return model.to(device).eval(), tok
 
 
 def _recovery(res: dict[str, Any], per_block: int, oracle: dict[int, float]) -> float:
@@ -170,6 +168,7 @@ def _recovery(res: dict[str, Any], per_block: int, oracle: dict[int, float]) -> 
             "SPIRIT's modeled tokens/cost over SWIFT's on the shifting stream (every seed)",
             agg="all",
             control="blind_over_swift",
+            arms=("SPIRIT", "SWIFT"),
         ),
         Threshold(
             "recovers",
@@ -179,6 +178,7 @@ def _recovery(res: dict[str, Any], per_block: int, oracle: dict[int, float]) -> 
             "mean windows after a task shift until speed >= 0.9 x the task's best static (every seed)",
             agg="all",
             control="recovery_windows_noshift",
+            arms=("SPIRIT",),
         ),
         Threshold(
             "lossless",
@@ -188,6 +188,7 @@ def _recovery(res: dict[str, Any], per_block: int, oracle: dict[int, float]) -> 
             "fraction of SPIRIT outputs identical to AR greedy outputs (every seed)",
             agg="all",
             control="identical_fraction_unverified",
+            arms=("SPIRIT", "AR"),
         ),
         Threshold(
             "beats_ar",
@@ -197,6 +198,7 @@ def _recovery(res: dict[str, Any], per_block: int, oracle: dict[int, float]) -> 
             "SPIRIT's modeled tokens/cost over AR's (every seed)",
             agg="all",
             control="blind_over_ar",
+            arms=("SPIRIT", "AR"),
         ),
     ),
     floors=(
@@ -205,6 +207,9 @@ def _recovery(res: dict[str, Any], per_block: int, oracle: dict[int, float]) -> 
     ),
     reproduced="beats_swift and recovers and lossless",
     partial="beats_ar and lossless",
+    method="SPIRIT",
+    tuned=("SWIFT", "SPIRIT"),
+    untuned={"AR": "no hyper-parameter (plain greedy decoding of the target)"},
     key_metric="spirit_over_swift",
 )
 def run(mode: str, seed: int) -> Outcome:
@@ -215,7 +220,7 @@ def run(mode: str, seed: int) -> Outcome:
     size = _SIZES[mode]
     smollm2 = bool(size.get("smollm2", False))
     if smollm2:
-        model, tok = _smollm2_target()
+        model, tok = _smollm2_target(device_for(mode))
         nl = len(model.model.layers)
         max_new, eos = int(size["max_new"]), tok.eos_token_id
         rng_val = np.random.default_rng([seed, 1])

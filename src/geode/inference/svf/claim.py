@@ -314,6 +314,7 @@ def _gm(xs: list[float]) -> float:
             "SVF mean >= 20% below FCFS, 70% capacity",
             agg="bound95",
             control="random_mean_reduction_vs_fcfs_70",
+            arms=("SVF", "FCFS"),
         ),
         Threshold(
             "mean_fcfs_90",
@@ -323,6 +324,7 @@ def _gm(xs: list[float]) -> float:
             "SVF mean >= 20% below FCFS, 90% capacity",
             agg="bound95",
             control="random_mean_reduction_vs_fcfs_90",
+            arms=("SVF", "FCFS"),
         ),
         Threshold(
             "mean_sjf_70",
@@ -332,6 +334,7 @@ def _gm(xs: list[float]) -> float:
             "SVF mean >= 20% below SJF, 70% capacity",
             agg="bound95",
             control="random_mean_reduction_vs_sjf_70",
+            arms=("SVF", "SJF"),
         ),
         Threshold(
             "mean_sjf_90",
@@ -341,6 +344,7 @@ def _gm(xs: list[float]) -> float:
             "SVF mean >= 20% below SJF, 90% capacity",
             agg="bound95",
             control="random_mean_reduction_vs_sjf_90",
+            arms=("SVF", "SJF"),
         ),
         Threshold(
             "tail_fcfs_70",
@@ -350,6 +354,7 @@ def _gm(xs: list[float]) -> float:
             "SVF p99 not above FCFS's, 70% capacity",
             agg="bound95",
             control="random_p99_over_fcfs_70",
+            arms=("SVF", "FCFS"),
         ),
         Threshold(
             "tail_fcfs_90",
@@ -359,6 +364,7 @@ def _gm(xs: list[float]) -> float:
             "SVF p99 not above FCFS's, 90% capacity",
             agg="bound95",
             control="random_p99_over_fcfs_90",
+            arms=("SVF", "FCFS"),
         ),
         Threshold(
             "tail_sjf_70",
@@ -368,6 +374,7 @@ def _gm(xs: list[float]) -> float:
             "SVF p99 not above SJF's, 70% capacity",
             agg="bound95",
             control="random_p99_over_sjf_70",
+            arms=("SVF", "SJF"),
         ),
         Threshold(
             "tail_sjf_90",
@@ -377,6 +384,7 @@ def _gm(xs: list[float]) -> float:
             "SVF p99 not above SJF's, 90% capacity",
             agg="bound95",
             control="random_p99_over_sjf_90",
+            arms=("SVF", "SJF"),
         ),
         Threshold(
             "onebit",
@@ -386,6 +394,7 @@ def _gm(xs: list[float]) -> float:
             "1-bit SVF (paper's bit) mean <= 1.25x SVF's",
             agg="geobound95",
             control="fcfs_mean_over_svf_max",
+            arms=("1-bit SVF", "SVF"),
         ),
         Threshold(
             "cr",
@@ -395,6 +404,7 @@ def _gm(xs: list[float]) -> float:
             "adversarial SVF/OPT <= 5 on small batches, alpha <= 1/2",
             agg="all",
             control="fcfs_cr_adversarial",
+            arms=("SVF",),
         ),
     ),
     floors=(
@@ -407,6 +417,13 @@ def _gm(xs: list[float]) -> float:
         "and tail_sjf_70 and tail_sjf_90 and onebit and cr"
     ),
     partial="((mean_fcfs_70 and mean_fcfs_90) or (mean_sjf_70 and mean_sjf_90)) and onebit and cr",
+    method=("SVF", "1-bit SVF"),
+    untuned={
+        "SVF": "no hyper-parameter (the priority is the KV volume, fixed by the paper)",
+        "1-bit SVF": "no hyper-parameter (the median cut is fixed, the same inferred value for both readings)",
+        "FCFS": "no hyper-parameter (arrival order)",
+        "SJF": "no hyper-parameter (shortest predicted output first)",
+    },
     key_metric="svf_mean_reduction_vs_fcfs_90",
     revision=2,
 )

@@ -99,7 +99,7 @@ from typing import Any
 
 import numpy as np
 
-from geode.claims import Outcome, Threshold, register, tune
+from geode.claims import Outcome, Threshold, device_for, register, tune
 
 M, FINE, K, D, HID = 4, 5, 4, 20, 16
 P_ACTIVE = 0.7
@@ -261,6 +261,7 @@ def train_eval(method: str, params: dict[str, Any], data: dict[str, Any], tag_ke
             "single tag: SpecDrop's test accuracy above the best of dense, No-Routing, learned router (bound95)",
             agg="bound95",
             control="random_tags_minus_best_named",
+            arms=("specdrop", "dense", "none", "learned"),
         ),
         Threshold(
             "specialises",
@@ -270,6 +271,7 @@ def train_eval(method: str, params: dict[str, Any], data: dict[str, Any], tag_ke
             "pruning specialisation of SpecDrop minus No-Routing's (noise floor) >= 0.05 (bound95)",
             agg="bound95",
             control="random_tags_specialization_gain",
+            arms=("specdrop", "none"),
         ),
         Threshold(
             "multi_matches",
@@ -279,6 +281,7 @@ def train_eval(method: str, params: dict[str, Any], data: dict[str, Any], tag_ke
             "multi-category units: |SpecDrop - No-Routing| test accuracy <= 1 point (2 of 3 seeds)",
             agg="2 of 3",
             control="single_abs_gap",
+            arms=("(multi) specdrop", "(multi) none"),
         ),
     ),
     floors=(
@@ -301,6 +304,8 @@ def train_eval(method: str, params: dict[str, Any], data: dict[str, Any], tag_ke
     ),
     reproduced="beats_named and specialises and multi_matches",
     partial="beats_named and specialises",
+    method=("specdrop", "(multi) specdrop"),
+    tuned=("dense", "none", "learned", "specdrop", "(multi) none", "(multi) specdrop"),
     key_metric="specdrop_minus_best_named",
     revision=3,
 )
@@ -322,7 +327,7 @@ def run(mode: str, seed: int) -> Outcome:
         }
         data.update(n_out=M * FINE, hid=HID)
     # full mode uses a GPU where there is one; quick and smoke stay on the CPU (bit-reproducible)
-    dev = torch.device("cuda" if mode == "full" and torch.cuda.is_available() else "cpu")
+    dev = torch.device(device_for(mode))
     for s in ("train", "val", "test"):
         data[s] = {k: v.to(dev) for k, v in data[s].items()}
     data["device"] = dev

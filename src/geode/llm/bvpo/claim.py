@@ -137,6 +137,7 @@ def _step_log_ratios(grads: dict[str, Any], other: str) -> list[float]:
             "and at the BVPO-trained model (every seed)",
             agg="all",
             control="control_var_min_step_log_ratio",
+            arms=("bvpo",),
         ),
         Threshold(
             "beats_extremes",
@@ -146,6 +147,7 @@ def _step_log_ratios(grads: dict[str, Any], other: str) -> list[float]:
             "BVPO's held-out preference accuracy beats both alpha = 1 and alpha = 0 (every seed)",
             agg="all",
             control="tracemix_minus_best_extreme_pts",
+            arms=("bvpo", "trace", "empty"),
         ),
         Threshold(
             "answers_kept",
@@ -155,6 +157,7 @@ def _step_log_ratios(grads: dict[str, Any], other: str) -> list[float]:
             "BVPO's answer accuracy (reasoning on) is within 2 points of the base (every seed)",
             agg="all",
             control="overtrained_answer_drop_pts",
+            arms=("bvpo",),
         ),
     ),
     floors=(
@@ -179,10 +182,13 @@ def _step_log_ratios(grads: dict[str, Any], other: str) -> list[float]:
             "<=",
             0.97,
             "floor: the better extreme's preference accuracy is <= 0.97 (mean), so it can be beaten",
+            arms=("trace", "empty"),
         ),
     ),
     reproduced="variance_monotone and beats_extremes and answers_kept",
     partial="variance_monotone",
+    method="bvpo",
+    tuned=("bvpo", "trace", "empty"),
     key_metric="bvpo_minus_best_extreme_pts",
 )
 def run(mode: str, seed: int) -> Outcome:

@@ -162,6 +162,7 @@ _NAMES = {
             "BLDA's held-out exact match beats SFT's (every seed)",
             agg="all",
             control="control_minus_sft_pts",
+            arms=("blda", "sft"),
         ),
         Threshold(
             "beats_uld",
@@ -171,6 +172,7 @@ _NAMES = {
             "BLDA's held-out exact match beats ULD's (every seed)",
             agg="all",
             control="control_minus_uld_pts",
+            arms=("blda", "uld"),
         ),
     ),
     floors=(
@@ -189,10 +191,13 @@ _NAMES = {
             0.05,
             "floor: SFT's held-out exact match is >= 0.05 (every seed)",
             agg="all",
+            arms=("sft",),
         ),
     ),
     reproduced="beats_sft and beats_uld",
     partial="beats_sft",
+    method="blda",
+    tuned=("blda", "sft", "uld"),
     key_metric="blda_minus_sft_pts",
     revision=3,
 )

@@ -105,6 +105,7 @@ METHODS = ("sft", "dpo")
             "SFT's mean |relative drift| over non-knowledge capabilities exceeds DPO's (every seed)",
             agg="all",
             control="dpo_replicate_minus_dpo_nonknowledge_drift",
+            arms=("sft", "dpo"),
         ),
         Threshold(
             "behaviour_drift_significant",
@@ -114,6 +115,7 @@ METHODS = ("sft", "dpo")
             "SFT's drift in at least one behaviour capability (W1, W3a, H2) has |z| >= 3 (every seed)",
             agg="all",
             control="replay_behaviour_max_abs_z",
+            arms=("sft",),
         ),
         Threshold(
             "knowledge_holds",
@@ -123,6 +125,7 @@ METHODS = ("sft", "dpo")
             "SFT's knowledge (C1) relative drift is >= -5% (every seed)",
             agg="all",
             control="overtrained_sft_knowledge_drift",
+            arms=("sft",),
         ),
     ),
     floors=(
@@ -140,6 +143,7 @@ METHODS = ("sft", "dpo")
             ">=",
             0.5,
             "floor: SFT reaches domain accuracy >= 0.5 (mean)",
+            arms=("sft",),
         ),
         Threshold(
             "dpo_learns_domain",
@@ -147,10 +151,13 @@ METHODS = ("sft", "dpo")
             ">=",
             0.5,
             "floor: DPO reaches domain accuracy >= 0.5 (mean)",
+            arms=("dpo",),
         ),
     ),
     reproduced="sft_drifts_more and behaviour_drift_significant and knowledge_holds",
     partial="sft_drifts_more",
+    method="CapTrack",
+    tuned=("sft", "dpo"),
     key_metric="sft_minus_dpo_nonknowledge_drift",
 )
 def run(mode: str, seed: int) -> Outcome:

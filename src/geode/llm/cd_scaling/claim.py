@@ -195,6 +195,7 @@ _PROPS = ("falls_with_repetition", "falls_with_size", "saturates", "paraphrase_b
             "fitted eta_rep(R=1) - eta_rep(R=31) >= 0.05 at the middle width (95% bound over seeds)",
             agg="bound95",
             control="ctrl_fresh_eta_drop",
+            arms=("CD",),
         ),
         Threshold(
             "falls_with_size",
@@ -204,6 +205,7 @@ _PROPS = ("falls_with_repetition", "falls_with_size", "saturates", "paraphrase_b
             "fitted eta_rep(smallest) - eta_rep(largest student) >= 0.05 at D = 32U (95% bound)",
             agg="bound95",
             control="ctrl_fresh_eta_size_drop",
+            arms=("CD",),
         ),
         Threshold(
             "saturates",
@@ -213,6 +215,7 @@ _PROPS = ("falls_with_repetition", "falls_with_size", "saturates", "paraphrase_b
             "one more repeated token at D = 32U is worth <= half a fresh token (95% bound)",
             agg="bound95",
             control="ctrl_fresh_marginal_at_max",
+            arms=("CD",),
         ),
         Threshold(
             "paraphrase_beats_repetition",
@@ -222,6 +225,7 @@ _PROPS = ("falls_with_repetition", "falls_with_size", "saturates", "paraphrase_b
             "fitted eta_para - eta_rep >= 0.05 at D = 32U, middle width (95% bound)",
             agg="bound95",
             control="ctrl_replicate_minus_rep_eta",
+            arms=("CD",),
         ),
         Threshold(
             "cd_extrapolates",
@@ -231,6 +235,14 @@ _PROPS = ("falls_with_repetition", "falls_with_size", "saturates", "paraphrase_b
             "reported: CD's held-out (D = 32U) log-loss error no larger than Muennighoff's (geometric mean)",
             agg="geomean",
             control="chinchilla_over_muennighoff_test_rmse",
+        ),
+        Threshold(
+            "law_fits",
+            "cd_fit_rms_log",
+            "<=",
+            0.1,
+            "reported: CD fit's RMS log-loss residual <= 0.1",
+            arms=("CD",),
         ),
     ),
     floors=(
@@ -242,11 +254,12 @@ _PROPS = ("falls_with_repetition", "falls_with_size", "saturates", "paraphrase_b
             "floor: the widest student on fresh D = 32U reaches <= half the constant predictor's MSE (every seed)",
             agg="all",
         ),
-        Threshold("law_fits", "cd_fit_rms_log", "<=", 0.1, "floor: CD fit's RMS log-loss residual <= 0.1"),
         Threshold("no_collapse", "diverged_fraction", "<=", 0.05, "floor: <= 5% of student runs non-finite"),
     ),
     reproduced=" and ".join(_PROPS),
     partial=_pairs(_PROPS),
+    method="CD",
+    tuned=("CD",),
     key_metric="para_minus_rep_eta",
 )
 def run(mode: str, seed: int) -> Outcome:

@@ -142,6 +142,7 @@ _NAMES = {
             "dual-graph beats citation-graph-only on test recall@10 (95% t bound over seeds)",
             agg="bound95",
             control="shuffled_formal_minus_paper_r10",
+            arms=("dual", "paper_only"),
         ),
         Threshold(
             "beats_formal",
@@ -151,6 +152,7 @@ _NAMES = {
             "dual-graph beats formal-graph-only on test recall@10 (95% t bound over seeds)",
             agg="bound95",
             control="shuffled_paper_minus_formal_r10",
+            arms=("dual", "formal_only"),
         ),
     ),
     floors=(
@@ -174,6 +176,8 @@ _NAMES = {
     ),
     reproduced="beats_paper and beats_formal",
     partial="beats_paper or beats_formal",
+    method="dual",
+    tuned=("dual", "paper_only", "formal_only"),
     key_metric="dual_r10",
     revision=2,
 )

@@ -213,6 +213,7 @@ def _build(cfg: dict[str, Any], seed: int) -> tuple[Any, Any, int]:
             "CPA's final full-precision reward is within 5% of full-precision RL's (2 of 3 seeds)",
             agg="2 of 3",
             control="base_fp_reward_ratio",
+            arms=("cpa", "fp"),
         ),
         Threshold(
             "fp4_worse",
@@ -222,6 +223,7 @@ def _build(cfg: dict[str, Any], seed: int) -> tuple[Any, Any, int]:
             "plain FP4 rollout's final reward is >= 10% below full-precision RL's (2 of 3 seeds)",
             agg="2 of 3",
             control="fp_replicate_fp_reward_ratio",
+            arms=("fp4", "fp"),
         ),
         Threshold(
             "fp4_collapses",
@@ -231,6 +233,7 @@ def _build(cfg: dict[str, Any], seed: int) -> tuple[Any, Any, int]:
             "plain FP4 rollout collapses in >= 1 of 3 seeds",
             agg="1 of 3",
             control="fp_replicate_collapsed",
+            arms=("fp4",),
         ),
         Threshold(
             "cpa_lowest_mismatch",
@@ -240,6 +243,7 @@ def _build(cfg: dict[str, Any], seed: int) -> tuple[Any, Any, int]:
             "CPA's train-rollout mismatch is below FP4's and TIS's (every seed)",
             agg="all",
             control="fp4_mismatch_vs_best_other",
+            arms=("cpa", "fp4", "tis"),
         ),
         Threshold(
             "cpa_lowers_mismatch",
@@ -249,6 +253,7 @@ def _build(cfg: dict[str, Any], seed: int) -> tuple[Any, Any, int]:
             "CPA's train-rollout mismatch is below plain FP4's (every seed)",
             agg="all",
             control="tis_fp4_mismatch_ratio",
+            arms=("cpa", "fp4"),
         ),
         Threshold(
             "cpa_beats_fp4",
@@ -258,6 +263,7 @@ def _build(cfg: dict[str, Any], seed: int) -> tuple[Any, Any, int]:
             "CPA's final full-precision reward beats plain FP4's (every seed)",
             agg="all",
             control="base_minus_fp4_reward",
+            arms=("cpa", "fp4"),
         ),
     ),
     floors=(
@@ -279,6 +285,8 @@ def _build(cfg: dict[str, Any], seed: int) -> tuple[Any, Any, int]:
     ),
     reproduced="cpa_matches_fp and (fp4_worse or fp4_collapses) and cpa_lowest_mismatch",
     partial="cpa_lowers_mismatch and cpa_beats_fp4",
+    method="cpa",
+    tuned=("cpa", "fp", "fp4", "tis"),
     key_metric="cpa_fp_reward_ratio",
     revision=3,
 )

@@ -139,6 +139,7 @@ def _spearman(a: np.ndarray, b: np.ndarray) -> float:
             "stable-rank best-of-8 accuracy beats greedy by >= 3 points (every seed)",
             agg="all",
             control="random_bon_minus_greedy_pts",
+            arms=("stable_rank", "greedy"),
         ),
         Threshold(
             "grpo_gain",
@@ -148,6 +149,7 @@ def _spearman(a: np.ndarray, b: np.ndarray) -> float:
             "100 SR-GRPO steps raise greedy accuracy by >= 3 points (every seed)",
             agg="all",
             control="random_grpo_gain_pts",
+            arms=("stable_rank",),
         ),
         Threshold(
             "sr_correlates",
@@ -157,6 +159,7 @@ def _spearman(a: np.ndarray, b: np.ndarray) -> float:
             "Spearman(stable rank, correct) > 0.1 over sampled responses (every seed)",
             agg="all",
             control="spearman_random_correct",
+            arms=("stable_rank",),
         ),
     ),
     floors=(
@@ -186,6 +189,9 @@ def _spearman(a: np.ndarray, b: np.ndarray) -> float:
     ),
     reproduced="bon_beats_greedy and grpo_gain",
     partial="sr_correlates",
+    method="stable_rank",
+    tuned=("stable_rank",),
+    untuned={"greedy": "no hyper-parameter (greedy decoding of the base model)"},
     key_metric="sr_bon_minus_greedy_pts",
 )
 def run(mode: str, seed: int) -> Outcome:

@@ -124,6 +124,7 @@ def _euler_check(seed: int, n_samples: int, dts: tuple[float, ...]) -> tuple[lis
             "Spearman rho(log #pieces at init, test acc) >= 0.6 (2 of 3 seeds)",
             agg="2 of 3",
             control="spearman_rho_shuffled",
+            arms=("law", "release recipe"),
         ),
         Threshold(
             "best_90",
@@ -133,6 +134,7 @@ def _euler_check(seed: int, n_samples: int, dts: tuple[float, ...]) -> tuple[lis
             "the best run reaches >= 90% test accuracy (2 of 3 seeds)",
             agg="2 of 3",
             control="best_test_accuracy_at_init",
+            arms="release recipe",
         ),
         Threshold(
             "rho_some",
@@ -142,6 +144,7 @@ def _euler_check(seed: int, n_samples: int, dts: tuple[float, ...]) -> tuple[lis
             "Spearman rho >= 0.3 (2 of 3 seeds)",
             agg="2 of 3",
             control="spearman_rho_shuffled",
+            arms=("law", "release recipe"),
         ),
     ),
     floors=(
@@ -151,6 +154,7 @@ def _euler_check(seed: int, n_samples: int, dts: tuple[float, ...]) -> tuple[lis
             "<=",
             0.10,
             "validity: at most 10% of runs alive at init end silent after training (mean over seeds)",
+            arms="release recipe",
         ),
         Threshold(
             "euler_converges",
@@ -166,6 +170,12 @@ def _euler_check(seed: int, n_samples: int, dts: tuple[float, ...]) -> tuple[lis
     key_metric="spearman_rho",
     timing_metrics=("seconds",),
     revision=2,
+    method="law",
+    tuned=("release recipe",),
+    untuned={
+        "shuffled piece counts": "no hyper-parameter: a permutation of the piece counts (random predictor)",
+        "untrained networks": "no hyper-parameter: the networks at initialisation",
+    },
 )
 def run(mode: str, seed: int) -> Outcome:
     """Run the claim check in ``mode`` ("smoke", "quick" or "full") with ``seed``."""

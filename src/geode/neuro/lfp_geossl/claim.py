@@ -75,7 +75,7 @@ from typing import Any
 
 import numpy as np
 
-from geode.claims import Outcome, Threshold, register, tune
+from geode.claims import Outcome, Threshold, device_for, register, tune
 
 SCALES = (2, 8)
 _MODES: dict[str, dict[str, Any]] = {
@@ -108,12 +108,6 @@ DELTA_UM = 40.0
 ALPHA_PER_UM = 1.0 / 100.0
 
 
-def _device() -> Any:
-    import torch
-
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
 def _sessions(seed: int, cfg: dict[str, Any]) -> list[Any]:
     from geode.neuro.lfp_geossl import ProbeLayout, simulate_session
 
@@ -122,7 +116,9 @@ def _sessions(seed: int, cfg: dict[str, Any]) -> list[Any]:
     return [simulate_session(seed * 1000 + i, layout=layout, n_windows=cfg["windows"]) for i in range(n)]
 
 
-def _pretrain(kind: str, n_sess: int, lr: float, sess: list[Any], cfg: dict[str, Any], seed: int) -> dict[str, Any]:
+def _pretrain(
+    kind: str, n_sess: int, lr: float, sess: list[Any], cfg: dict[str, Any], seed: int, dev: Any
+) -> dict[str, Any]:
     import torch
     from torch import nn
 
@@ -133,7 +129,6 @@ def _pretrain(kind: str, n_sess: int, lr: float, sess: list[Any], cfg: dict[str,
         masked_prediction_loss,
     )
 
-    dev = _device()
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed + 7)
     rng = np.random.default_rng(seed + 11)
@@ -187,14 +182,14 @@ def _pretrain(kind: str, n_sess: int, lr: float, sess: list[Any], cfg: dict[str,
     return {"encoder": enc, "finite": finite}
 
 
-def _embed(enc: Any, sess: list[Any], n_ev: int) -> list[np.ndarray]:
+def _embed(enc: Any, sess: list[Any], n_ev: int, dev: Any) -> list[np.ndarray]:
     import torch
 
     enc.eval()
     out = []
     with torch.no_grad():
         for s in sess:
-            x = torch.tensor(s.lfp[:, :n_ev]).reshape(-1, s.lfp.shape[-1]).to(_device())
+            x = torch.tensor(s.lfp[:, :n_ev]).reshape(-1, s.lfp.shape[-1]).to(dev)
             z = enc(x).cpu().double().numpy().reshape(s.lfp.shape[0], n_ev, -1).mean(1)
             out.append(z)
     enc.train()
@@ -242,6 +237,7 @@ def _probe_scores(feats: list[np.ndarray], sess: list[Any], train: list[int], te
             "geometry beats masked prediction on held-out region balanced accuracy (8 sessions), every seed",
             agg="all",
             control="shuffled_gap_ba_8",
+            arms=("geometry", "masked"),
         ),
         Threshold(
             "beats_depth",
@@ -251,6 +247,7 @@ def _probe_scores(feats: list[np.ndarray], sess: list[Any], train: list[int], te
             "geometry has a lower held-out depth MAE than masked prediction (8 sessions), every seed",
             agg="all",
             control="shuffled_gap_mae_8",
+            arms=("geometry", "masked"),
         ),
         Threshold(
             "grows_region",
@@ -260,6 +257,7 @@ def _probe_scores(feats: list[np.ndarray], sess: list[Any], train: list[int], te
             "the balanced-accuracy gap is larger at 8 than at 2 pre-training sessions (2 of 3 seeds)",
             agg="2 of 3",
             control="shuffled_growth_ba",
+            arms=("geometry", "masked"),
         ),
         Threshold(
             "grows_depth",
@@ -269,6 +267,7 @@ def _probe_scores(feats: list[np.ndarray], sess: list[Any], train: list[int], te
             "the depth-error gap is larger at 8 than at 2 pre-training sessions (2 of 3 seeds)",
             agg="2 of 3",
             control="shuffled_growth_mae",
+            arms=("geometry", "masked"),
         ),
     ),
     floors=(
@@ -292,6 +291,8 @@ def _probe_scores(feats: list[np.ndarray], sess: list[Any], train: list[int], te
     ),
     reproduced="beats_region and beats_depth and grows_region and grows_depth",
     partial="beats_region or beats_depth",
+    method="geometry",
+    tuned=("geometry", "masked"),
     key_metric="gap_ba_8",
     revision=2,
 )
@@ -301,6 +302,7 @@ def run(mode: str, seed: int) -> Outcome:
     from geode.neuro.lfp_geossl import LFPEncoder, welch_features
 
     cfg = _MODES[mode]
+    device = device_for(mode)
     t0 = time.perf_counter()
     sess = _sessions(seed, cfg)
     pool = list(range(cfg["pool"]))
@@ -315,15 +317,17 @@ def run(mode: str, seed: int) -> Outcome:
     for n in SCALES:
 
         def fit(kind: str, params: dict[str, Any], n: int = n) -> tuple[float, Any]:
-            r = _pretrain(kind, n, params["lr"], sess, cfg, seed)
-            feats = _embed(r["encoder"], sess, cfg["ev"]) if r["finite"] else None
+            r = _pretrain(kind, n, params["lr"], sess, cfg, seed, device)
+            feats = _embed(r["encoder"], sess, cfg["ev"], device) if r["finite"] else None
             sc = _probe_scores(feats, sess, pool, val)["score"] if feats is not None else -math.inf
             return sc, dict(r, feats=feats)
 
         res = tune(fit, {k: {"lr": cfg["lrs"]} for k in ("masked", "geometry", "distance")}, maximize=True)
-        shuf = _pretrain("shuffled", n, res.params("geometry")["lr"], sess, cfg, seed)
+        shuf = _pretrain("shuffled", n, res.params("geometry")["lr"], sess, cfg, seed, device)
         arms = {k: res.payload(k) for k in ("masked", "geometry", "distance")}
-        arms["shuffled"] = dict(shuf, feats=_embed(shuf["encoder"], sess, cfg["ev"]) if shuf["finite"] else None)
+        arms["shuffled"] = dict(
+            shuf, feats=_embed(shuf["encoder"], sess, cfg["ev"], device) if shuf["finite"] else None
+        )
         nonfinite += sum(not arms[k]["finite"] for k in ("masked", "geometry", "shuffled"))
         metrics[f"distance_nonfinite_{n}"] = float(not arms["distance"]["finite"])
         scores = {}
@@ -350,7 +354,7 @@ def run(mode: str, seed: int) -> Outcome:
 
     # references: random-init encoder and Welch-PSD (segment length tuned with the same budget on validation)
     torch.manual_seed(seed)
-    rand = _probe_scores(_embed(LFPEncoder().to(_device()), sess, cfg["ev"]), sess, pool, test)
+    rand = _probe_scores(_embed(LFPEncoder().to(device), sess, cfg["ev"], device), sess, pool, test)
 
     def welch_fit(kind: str, params: dict[str, Any]) -> tuple[float, Any]:
         feats = [welch_features(s.lfp[:, : cfg["ev"]], s.fs, nperseg=params["nperseg"]).mean(1) for s in sess]

@@ -153,6 +153,7 @@ def _figure(results: dict[str, Any], best: dict[str, Any], sweeps: dict[str, lis
             "HoZO leaves no scale <= 0 (perturbations and updates, tuned learning rate), in every seed",
             agg="all",
             control=("qzo_violations", "mezo_violations"),
+            arms="hozo",
         ),
         Threshold(
             "wider_range",
@@ -162,6 +163,7 @@ def _figure(results: dict[str, Any], best: dict[str, Any], sweeps: dict[str, lis
             "HoZO stays stable at >= 2 more points of the sweep x{1,3,10,30} than QZO (2 of 3 seeds)",
             agg="2 of 3",
             control=("qzo_replicate_minus_qzo_stable_points", "mezo_minus_qzo_stable_points"),
+            arms=("hozo", "qzo"),
         ),
         Threshold(
             "matches_loss",
@@ -171,6 +173,7 @@ def _figure(results: dict[str, Any], best: dict[str, Any], sweeps: dict[str, lis
             "HoZO's test loss within 10% of the best ZO baseline's, each at its tuned learning rate (2 of 3 seeds)",
             agg="2 of 3",
             control="untrained_loss_ratio",
+            arms=("hozo", "mezo", "qzo"),
         ),
         Threshold(
             "not_narrower",
@@ -180,6 +183,7 @@ def _figure(results: dict[str, Any], best: dict[str, Any], sweeps: dict[str, lis
             "HoZO's stable range is no narrower than QZO's (2 of 3 seeds)",
             agg="2 of 3",
             control="mezo_minus_qzo_stable_points",
+            arms=("hozo", "qzo"),
         ),
     ),
     floors=(
@@ -198,6 +202,7 @@ def _figure(results: dict[str, Any], best: dict[str, Any], sweeps: dict[str, lis
             0.2,
             "floor: the best ZO baseline wins back >= 20% of the degradation's loss (every seed)",
             agg="all",
+            arms=("mezo", "qzo"),
         ),
         Threshold(
             "few_collapsed",
@@ -209,6 +214,8 @@ def _figure(results: dict[str, Any], best: dict[str, Any], sweeps: dict[str, lis
     ),
     reproduced="no_violations and wider_range and matches_loss",
     partial="no_violations and not_narrower",
+    method="hozo",
+    tuned=("hozo", "mezo", "qzo", "adam"),
     key_metric="hozo_minus_qzo_stable_points",
 )
 def run(mode: str, seed: int) -> Outcome:

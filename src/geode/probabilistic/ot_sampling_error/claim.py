@@ -413,6 +413,8 @@ def _figures(id_rows: list[dict[str, Any]], decay: dict, rich: dict) -> dict[str
             "median relative ID error <= 15% on the synthetic suite (2 of 3 seeds)",
             agg="2 of 3",
             control="ambient_median_rel_error",
+            arms=("ot",),
+            requires=(),
         ),
         Threshold(
             "accuracy",
@@ -422,6 +424,7 @@ def _figures(id_rows: list[dict[str, Any]], decay: dict, rich: dict) -> dict[str
             "predicted sampling error within 25% of exact OT(rho, rho_n), median over d = 3..8 (2 of 3 seeds)",
             agg="2 of 3",
             control="two_sample_median_rel_error",
+            arms=("ot",),
         ),
         Threshold(
             "debias_hi",
@@ -431,6 +434,8 @@ def _figures(id_rows: list[dict[str, Any]], decay: dict, rich: dict) -> dict[str
             "seed-averaged Richardson bias <= 1/5 of the plug-in's (upper 95% bound), d_int 6",
             agg="bound95",
             control="richardson_rel_bias_d2",
+            arms=("richardson", "plug-in W2"),
+            requires=("bias_resolved",),
         ),
         Threshold(
             "debias_lo",
@@ -440,6 +445,8 @@ def _figures(id_rows: list[dict[str, Any]], decay: dict, rich: dict) -> dict[str
             "and no over-correction beyond 1/5 (lower 95% bound)",
             agg="bound95",
             control="richardson_rel_bias_ambient_d",
+            arms=("richardson", "plug-in W2"),
+            requires=("bias_resolved",),
         ),
     ),
     floors=(
@@ -458,10 +465,17 @@ def _figures(id_rows: list[dict[str, Any]], decay: dict, rich: dict) -> dict[str
             3.0,
             "floor: the plug-in bias is resolved (>= 3 standard errors, every seed)",
             agg="all",
+            arms=("plug-in W2",),
         ),
     ),
     reproduced="id and accuracy and debias_hi and debias_lo",
     partial="id or accuracy or (debias_hi and debias_lo)",
+    method=("ot", "richardson"),
+    untuned={
+        "plug-in W2": "no hyper-parameter (exact OT, POT emd)",
+        "two-sample OT": "no hyper-parameter (exact OT between the sample and an independent n-sample)",
+        "TwoNN": "no hyper-parameter selected on data (the usual fixed discard of the top 10% of ratios)",
+    },
     key_metric="accuracy_median_rel_error",
     revision=2,
 )

@@ -153,6 +153,8 @@ def _spectra(p: np.ndarray, d: int, rewards: np.ndarray | None, include_current:
             "SR effective rank and rank-d error strictly fall with k in {1,2,4,8} at gamma 0.9 and 0.99 (every seed)",
             agg="all",
             control="cycle_monotone_violations",
+            arms=("law",),
+            requires=("sr_exact", "bound_holds", "not_trivial"),
         ),
         Threshold(
             "fb_gain",
@@ -162,6 +164,8 @@ def _spectra(p: np.ndarray, d: int, rewards: np.ndarray | None, include_current:
             "FB at gamma = 0.99: k = 4 beats k = 1 in zero-shot goal success on test goals (2 of 3 seeds)",
             agg="2 of 3",
             control=("fb_replicate_minus_k1_success", "random_k4_minus_k1_success"),
+            arms=("fb_k4", "fb_k1"),
+            requires=("fb_learns",),
         ),
     ),
     floors=(
@@ -176,6 +180,8 @@ def _spectra(p: np.ndarray, d: int, rewards: np.ndarray | None, include_current:
     ),
     reproduced="spectral_monotone and fb_gain",
     partial="spectral_monotone",
+    method=("fb_k4", "law"),
+    tuned=("fb_k1", "fb_k4"),
     key_metric="sr_monotone_violations",
 )
 def run(mode: str, seed: int) -> Outcome:

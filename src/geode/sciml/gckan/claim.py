@@ -105,6 +105,7 @@ _TAGS = {"GC-KAN": "gc", "spline KAN (CV)": "spline", "MLP": "mlp"}
             "GC-KAN beats the CV spline KAN in >= 70 % of n=32 settings (2 of 3 seeds)",
             agg="2 of 3",
             control=("linear_win_fraction_n32", "gc_replicate_win_fraction_n32"),
+            arms=("GC-KAN", "spline KAN (CV)"),
         ),
         Threshold(
             "robust",
@@ -114,6 +115,7 @@ _TAGS = {"GC-KAN": "gc", "spline KAN (CV)": "spline", "MLP": "mlp"}
             "GC-KAN's median noise degradation factor is at most half the spline KAN's (2 of 3 seeds)",
             agg="2 of 3",
             control="gc_replicate_degradation_ratio",
+            arms=("GC-KAN", "spline KAN (CV)"),
         ),
         Threshold(
             "noise_abs",
@@ -123,6 +125,7 @@ _TAGS = {"GC-KAN": "gc", "spline KAN (CV)": "spline", "MLP": "mlp"}
             "GC-KAN's median noise-added NRMSE (noisy - clean) is at most half the spline KAN's (2 of 3 seeds)",
             agg="2 of 3",
             control="gc_replicate_noise_added_ratio",
+            arms=("GC-KAN", "spline KAN (CV)"),
         ),
         Threshold(
             "parity",
@@ -132,6 +135,7 @@ _TAGS = {"GC-KAN": "gc", "spline KAN (CV)": "spline", "MLP": "mlp"}
             "clean data, largest n: GC-KAN's NRMSE within 1.2x of the spline's (median over equations; 2 of 3)",
             agg="2 of 3",
             control="linear_clean_parity_largest_n",
+            arms=("GC-KAN", "spline KAN (CV)"),
         ),
     ),
     floors=(
@@ -154,6 +158,8 @@ _TAGS = {"GC-KAN": "gc", "spline KAN (CV)": "spline", "MLP": "mlp"}
     partial="wins or noise_abs",
     key_metric="win_fraction_n32",
     revision=2,
+    method="GC-KAN",
+    tuned=("GC-KAN", "spline KAN (CV)", "MLP"),
 )
 def run(mode: str, seed: int) -> Outcome:
     from geode.data import feynman

@@ -104,6 +104,9 @@ def _ptag(problem: str) -> str:
 
 
 _RATIO_CONTROL = "silu_over_cauchymlp_eps1"
+_EPS1 = "Allen-Cahn eps=1"
+_SILU, _RESCAN = f"SiLU-MLP | {_EPS1}", f"ResidualCAN | {_EPS1}"  # tuned-table keys: "<architecture> | <problem>"
+_CAUCHY, _RBF = f"CauchyAct-MLP | {_EPS1}", f"ResidualCAN-RBF | {_EPS1}"
 
 
 @register(
@@ -133,6 +136,7 @@ _RATIO_CONTROL = "silu_over_cauchymlp_eps1"
             "ResidualCAN's rel. L2 at eps=1 >= 100x below SiLU-MLP's (equal wall-clock + L-BFGS; geometric mean)",
             agg="geomean",
             control=_RATIO_CONTROL,
+            arms=(_RESCAN, _SILU),
         ),
         Threshold(
             "rbf_keeps",
@@ -142,6 +146,7 @@ _RATIO_CONTROL = "silu_over_cauchymlp_eps1"
             "the Gaussian-RBF-node ablation still beats SiLU-MLP >= 10x at eps=1 (geometric mean)",
             agg="geomean",
             control=_RATIO_CONTROL,
+            arms=(_RBF, _SILU),
         ),
         Threshold(
             "mlp_lacks",
@@ -151,6 +156,7 @@ _RATIO_CONTROL = "silu_over_cauchymlp_eps1"
             "the Cauchy-activation MLP without the residual stays below 10x at eps=1 (geometric mean)",
             agg="geomean",
             control="silu_over_rescan_eps1",
+            arms=(_CAUCHY, _SILU),
         ),
         Threshold(
             "some",
@@ -160,6 +166,7 @@ _RATIO_CONTROL = "silu_over_cauchymlp_eps1"
             "ResidualCAN beats SiLU-MLP >= 10x at eps=1 (geometric mean)",
             agg="geomean",
             control=_RATIO_CONTROL,
+            arms=(_RESCAN, _SILU),
         ),
     ),
     floors=(
@@ -185,6 +192,8 @@ _RATIO_CONTROL = "silu_over_cauchymlp_eps1"
     key_metric="silu_over_rescan_eps1",
     timing_metrics=tuple(f"measured_step_cost_{t}" for t in _TAG.values()),
     revision=2,
+    method=_RESCAN,
+    tuned=(_RESCAN, _SILU, _CAUCHY, _RBF, f"SIREN | {_EPS1}", f"Fourier-MLP | {_EPS1}"),
 )
 def run(mode: str, seed: int) -> Outcome:
     from geode.sciml.pinn import AllenCahn1D, Burgers1D, Poisson1D

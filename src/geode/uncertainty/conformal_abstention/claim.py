@@ -269,6 +269,7 @@ def _data(cfg: dict[str, Any], seed: int, per: str) -> dict[str, Any]:
             "every arm's realised conditional correctness >= 0.75 in >= 90% of 100 splits (every seed)",
             agg="all",
             control="plugin_valid_fraction",
+            arms=("geometry", "msp", "ts", "output"),
         ),
         Threshold(
             "more_participation",
@@ -278,6 +279,7 @@ def _data(cfg: dict[str, Any], seed: int, per: str) -> dict[str, Any]:
             "the geometry arm answers more than MSP at the certified threshold (every seed)",
             agg="all",
             control=("noise_minus_msp_participation", "ts_minus_msp_participation"),
+            arms=("geometry", "msp"),
         ),
         Threshold(
             "higher_auroc",
@@ -287,6 +289,7 @@ def _data(cfg: dict[str, Any], seed: int, per: str) -> dict[str, Any]:
             "the geometry arm's AUROC for correctness exceeds MSP's (every seed)",
             agg="all",
             control=("noise_minus_msp_auroc", "ts_minus_msp_auroc"),
+            arms=("geometry", "msp"),
         ),
     ),
     floors=(
@@ -317,6 +320,9 @@ def _data(cfg: dict[str, Any], seed: int, per: str) -> dict[str, Any]:
     ),
     reproduced="valid and more_participation and higher_auroc",
     partial="valid",
+    method="geometry",
+    tuned=("geometry", "ts", "output"),
+    untuned={"msp": "no hyper-parameter (the raw maximum softmax probability; its grid is empty)"},
     key_metric="geometry_minus_msp_participation",
 )
 def run(mode: str, seed: int) -> Outcome:

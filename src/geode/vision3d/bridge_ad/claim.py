@@ -188,6 +188,7 @@ def _evaluate(planner: Any, d: dict[str, Any], raw: dict[str, np.ndarray]) -> di
             "Bridge-AD's target L2 is below DANN's and source-only's, every seed",
             agg="all",
             control="shuffled_l2_margin",
+            arms=("bridge", "dann", "source"),
         ),
         Threshold(
             "col_beats_both",
@@ -197,6 +198,7 @@ def _evaluate(planner: Any, d: dict[str, Any], raw: dict[str, np.ndarray]) -> di
             "Bridge-AD's target collision rate is below DANN's and source-only's, every seed",
             agg="all",
             control="shuffled_col_margin",
+            arms=("bridge", "dann", "source"),
         ),
         Threshold(
             "l2_beats_source",
@@ -206,6 +208,7 @@ def _evaluate(planner: Any, d: dict[str, Any], raw: dict[str, np.ndarray]) -> di
             "Bridge-AD's target L2 is below source-only's, every seed",
             agg="all",
             control="shuffled_l2_gain",
+            arms=("bridge", "source"),
         ),
         Threshold(
             "col_beats_source",
@@ -215,6 +218,7 @@ def _evaluate(planner: Any, d: dict[str, Any], raw: dict[str, np.ndarray]) -> di
             "Bridge-AD's target collision rate is below source-only's, every seed",
             agg="all",
             control="shuffled_col_gain",
+            arms=("bridge", "source"),
         ),
     ),
     floors=(
@@ -225,6 +229,7 @@ def _evaluate(planner: Any, d: dict[str, Any], raw: dict[str, np.ndarray]) -> di
             0.6,
             "floor: source-only's source-domain L2 <= 0.6 x the mean expert trajectory's, every seed",
             agg="all",
+            arms=("source",),
         ),
         Threshold(
             "gap_exists",
@@ -245,6 +250,8 @@ def _evaluate(planner: Any, d: dict[str, Any], raw: dict[str, np.ndarray]) -> di
     ),
     reproduced="l2_beats_both and col_beats_both",
     partial="l2_beats_source and col_beats_source",
+    method="bridge",
+    tuned=("bridge", "dann", "source"),
     key_metric="bridge_l2_margin",
 )
 def run(mode: str, seed: int) -> Outcome:

@@ -283,6 +283,7 @@ def _predict(kind: str, model: Any, rec: Any, lq: Any, seed: int, dev: Any) -> d
             "GARD's test AbsRel is below every baseline's (none, pixel, latent), every seed",
             agg="all",
             control="untrained_margin_best",
+            arms=("gard", "none", "pixel", "latent"),
         ),
         Threshold(
             "beats_pixel_geometry",
@@ -292,6 +293,7 @@ def _predict(kind: str, model: Any, rec: Any, lq: Any, seed: int, dev: Any) -> d
             "GARD's depth delta1 accuracy beats the pixel-space restorer's, every seed",
             agg="all",
             control="untrained_minus_pixel_delta1",
+            arms=("gard", "pixel"),
         ),
         Threshold(
             "beats_none",
@@ -301,6 +303,7 @@ def _predict(kind: str, model: Any, rec: Any, lq: Any, seed: int, dev: Any) -> d
             "GARD lowers test AbsRel relative to no restoration, every seed",
             agg="all",
             control="untrained_gain_vs_none",
+            arms=("gard", "none"),
         ),
     ),
     floors=(
@@ -327,6 +330,7 @@ def _predict(kind: str, model: Any, rec: Any, lq: Any, seed: int, dev: Any) -> d
             0.0,
             "floor: the pixel-space restorer's PSNR beats the degraded input's, every seed",
             agg="all",
+            arms=("pixel",),
         ),
         Threshold(
             "all_finite", "nonfinite_restorers", "<=", 0.0, "floor: no trained restorer is non-finite", agg="all"
@@ -334,6 +338,9 @@ def _predict(kind: str, model: Any, rec: Any, lq: Any, seed: int, dev: Any) -> d
     ),
     reproduced="best_depth and beats_pixel_geometry",
     partial="beats_none",
+    method="gard",
+    tuned=("gard", "pixel", "latent"),
+    untuned={"none": "no restoration: no parameter (the degraded views go to the frozen reconstructor as they are)"},
     key_metric="gard_margin_best",
 )
 def run(mode: str, seed: int) -> Outcome:

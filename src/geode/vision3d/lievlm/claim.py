@@ -66,7 +66,7 @@ import math
 import time
 from typing import Any
 
-from geode.claims import Outcome, Threshold, register, tune
+from geode.claims import Outcome, Threshold, device_for, register, tune
 
 _MODES: dict[str, dict[str, Any]] = {
     "smoke": dict(M=4, n_train=512, n_eval=256, steps=30, batch=64, lrs=[3e-3]),
@@ -87,12 +87,6 @@ _NAMES = {
 }
 
 
-def _device() -> Any:
-    import torch
-
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
 def _accuracy(model: Any, data: dict[str, Any]) -> float:
     import torch
 
@@ -103,12 +97,11 @@ def _accuracy(model: Any, data: dict[str, Any]) -> float:
     return float((pred == data["y"]).float().mean())
 
 
-def _train(kind: str, lr: float, world: Any, train: dict, val: dict, cfg: dict, seed: int) -> dict[str, Any]:
+def _train(kind: str, lr: float, world: Any, train: dict, val: dict, cfg: dict, seed: int, dev: Any) -> dict[str, Any]:
     import torch
 
     from geode.vision3d.lievlm import PoseDriftModel
 
-    dev = _device()
     torch.manual_seed(seed)
     arch = "lie" if kind == "lie_qinit" else kind
     model = PoseDriftModel(arch, world.d_vis, world.d_geo, world.n_classes, world.n_objects, n_triplets=cfg["M"])
@@ -152,6 +145,7 @@ def _train(kind: str, lr: float, world: Any, train: dict, val: dict, cfg: dict, 
             "severe-bin drop at most half of additive fusion's (95% lower bound of 0.5 drop_add - drop_lie)",
             agg="bound95",
             control=("unrouted_drop_margin", "replicate_drop_margin"),
+            arms=("lie", "additive"),
         ),
         Threshold(
             "id_equal",
@@ -161,6 +155,7 @@ def _train(kind: str, lr: float, world: Any, train: dict, val: dict, cfg: dict, 
             "in-distribution accuracy at most 0.02 below additive fusion's (95% lower bound)",
             agg="bound95",
             control="semantic_id_gap",
+            arms=("lie", "additive"),
         ),
         Threshold(
             "beats_severe",
@@ -170,15 +165,34 @@ def _train(kind: str, lr: float, world: Any, train: dict, val: dict, cfg: dict, 
             "LieVLM beats additive fusion in the severe bin (95% lower bound)",
             agg="bound95",
             control=("unrouted_severe_margin", "replicate_severe_margin"),
+            arms=("lie", "additive"),
+        ),
+        Threshold(
+            "lie_learns",
+            "acc_id_lie",
+            ">=",
+            0.6,
+            "reported: LieVLM ID accuracy >= 0.6",
+            agg="all",
+            arms=("lie",),
         ),
     ),
     floors=(
-        Threshold("additive_learns", "acc_id_additive", ">=", 0.6, "floor: additive fusion ID acc >= 0.6", agg="all"),
-        Threshold("lie_learns", "acc_id_lie", ">=", 0.6, "floor: LieVLM ID accuracy >= 0.6", agg="all"),
+        Threshold(
+            "additive_learns",
+            "acc_id_additive",
+            ">=",
+            0.6,
+            "floor: additive fusion ID acc >= 0.6",
+            agg="all",
+            arms=("additive",),
+        ),
         Threshold("all_finite", "nonfinite_tuned", "<=", 0.0, "floor: no tuned run is non-finite", agg="all"),
     ),
     reproduced="drop_half and id_equal",
     partial="beats_severe",
+    method="lie",
+    tuned=("lie", "additive"),
     key_metric="drop_margin",
     revision=2,
 )
@@ -187,7 +201,7 @@ def run(mode: str, seed: int) -> Outcome:
 
     cfg = _MODES[mode]
     t0 = time.perf_counter()
-    dev = _device()
+    dev = device_for(mode)
     world = make_pose_drift_world(seed, n_triplets=cfg["M"])
 
     def draw(n: int, rng: tuple[float, float], s: int) -> dict[str, Any]:
@@ -199,12 +213,12 @@ def run(mode: str, seed: int) -> Outcome:
     tests = {b: draw(cfg["n_eval"], r, 10 + i) for i, (b, r) in enumerate(BINS.items())}
 
     def fit(method: str, params: dict[str, Any]) -> tuple[float, Any]:
-        r = _train(method, params["lr"], world, train, val, cfg, seed)
+        r = _train(method, params["lr"], world, train, val, cfg, seed, dev)
         return r["val"], r
 
     res = tune(fit, {m: dict(lr=cfg["lrs"]) for m in METHODS}, maximize=True, extend=1)
     best = {m: res.payload(m) for m in METHODS}
-    best["additive_rep"] = _train("additive", res.params("additive")["lr"], world, train, val, cfg, seed + 50021)
+    best["additive_rep"] = _train("additive", res.params("additive")["lr"], world, train, val, cfg, seed + 50021, dev)
     nonfinite = sum(not best[m]["finite"] for m in METHODS)
     metrics: dict[str, float] = {"nonfinite_tuned": float(nonfinite)}
     table: list[dict[str, Any]] = []
@@ -238,7 +252,7 @@ def run(mode: str, seed: int) -> Outcome:
         f"ID {metrics[f'acc_id_{strongest}']:.3f}); LieVLM {metrics['acc_severe_lie']:.3f} "
         f"(ID {metrics['acc_id_lie']:.3f})."
     )
-    notes.append(f"Wall time of this seed: {time.perf_counter() - t0:.0f} s on {dev.type}.")
+    notes.append(f"Wall time of this seed: {time.perf_counter() - t0:.0f} s on {dev}.")
     summary = ", ".join(
         f"{m} ID {metrics[f'acc_id_{m}']:.3f} / severe {metrics[f'acc_severe_{m}']:.3f}"
         for m in ("additive", "concat", "mlp", "lie", "lie_unrouted", "lie_qinit", "semantic")

@@ -224,6 +224,7 @@ def _matches(sc: Any, cond: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
             "dense vertical error >= 10% below Hartley's, clean matches (every seed)",
             agg="all",
             control=("stale_vert_ratio_clean", "ls_vert_ratio_clean"),
+            arms=("virtualrect", "hartley"),
         ),
         Threshold(
             "lower10_degraded",
@@ -233,6 +234,7 @@ def _matches(sc: Any, cond: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
             "dense vertical error >= 10% below Hartley's, degraded matches (every seed)",
             agg="all",
             control=("stale_vert_ratio_degraded", "ls_vert_ratio_degraded"),
+            arms=("virtualrect", "hartley"),
         ),
         Threshold(
             "full_coverage",
@@ -242,6 +244,7 @@ def _matches(sc: Any, cond: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
             "every rectified view of every test scene has >= 99% valid pixels (every seed)",
             agg="all",
             control="hartley_coverage_min",
+            arms=("virtualrect",),
         ),
         Threshold(
             "depth_close_clean",
@@ -251,6 +254,7 @@ def _matches(sc: Any, cond: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
             "SGBM depth AbsRel at most 0.01 above the oracle's, clean (95% upper bound)",
             agg="bound95",
             control="stale_depth_gap_clean",
+            arms=("virtualrect", "oracle"),
         ),
         Threshold(
             "depth_close_degraded",
@@ -260,6 +264,7 @@ def _matches(sc: Any, cond: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
             "SGBM depth AbsRel at most 0.01 above the oracle's, degraded (95% upper bound)",
             agg="bound95",
             control="stale_depth_gap_degraded",
+            arms=("virtualrect", "oracle"),
         ),
         Threshold(
             "lower_clean",
@@ -269,6 +274,7 @@ def _matches(sc: Any, cond: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
             "dense vertical error below Hartley's, clean matches (every seed)",
             agg="all",
             control=("stale_vert_ratio_clean", "ls_vert_ratio_clean"),
+            arms=("virtualrect", "hartley"),
         ),
     ),
     floors=(
@@ -282,13 +288,33 @@ def _matches(sc: Any, cond: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
             1.0,
             "floor: Hartley beats the stale calibration on clean matches",
             agg="all",
+            arms=("hartley",),
         ),
-        Threshold("sgbm_works", "oracle_absrel", "<=", 0.10, "floor: SGBM AbsRel on the oracle <= 0.10", agg="all"),
-        Threshold("sgbm_dense", "oracle_valid_frac", ">=", 0.3, "floor: SGBM valid on >= 30% of pixels", agg="all"),
+        Threshold(
+            "sgbm_works",
+            "oracle_absrel",
+            "<=",
+            0.10,
+            "floor: SGBM AbsRel on the oracle <= 0.10",
+            agg="all",
+            arms=("oracle",),
+        ),
+        Threshold(
+            "sgbm_dense",
+            "oracle_valid_frac",
+            ">=",
+            0.3,
+            "floor: SGBM valid on >= 30% of pixels",
+            agg="all",
+            arms=("oracle",),
+        ),
         Threshold("no_failures", "failures", "<=", 0.0, "floor: VirtualRect and Hartley never fail", agg="all"),
     ),
     reproduced="lower10_clean and lower10_degraded and full_coverage and depth_close_clean and depth_close_degraded",
     partial="lower_clean",
+    method="virtualrect",
+    tuned=("virtualrect", "hartley"),
+    untuned={"oracle": "the true calibration: no parameter"},
     key_metric="vert_ratio_clean",
     revision=2,
 )
