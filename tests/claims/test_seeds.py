@@ -52,7 +52,8 @@ def test_the_runner_adds_seeds_through_more(tmp_path):
     store = ResultStore(tmp_path)
     tasks = [Task("_noisy", "smoke", s, M) for s in range(3)]
     run_tasks(tasks, store, jobs=2, more=SeedAdder(store, tasks, 10).done)
-    assert sorted(r["seed"] for r in store.scan("_noisy").records) == [0, 1, 2, 3]
+    recs = store.scan("_noisy").records
+    assert sorted((r["seed"], r["status"]) for r in recs) == [(0, "ok"), (1, "ok"), (2, "ok"), (3, "ok")]
 
 
 def test_seeds_are_added_while_underpowered_and_stop_once_resolved(tmp_path):

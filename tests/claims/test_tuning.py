@@ -92,3 +92,12 @@ def test_a_two_value_axis_is_flagged_but_not_extended():
     # at a hard bound it is not an edge
     res = tune(lambda m, p: p["q"], {"a": {"q": [0.5, 1.0]}}, limits={"q": (0.0, 1.0)})
     assert res.on_edge == []
+
+
+def test_a_tie_with_an_interior_value_is_not_an_edge():
+    from geode.claims import tune
+
+    flat = tune(lambda m, p: 1.0, {"a": {"lr": [1e-3, 1e-2, 1e-1]}})
+    assert flat.params("a") == {"lr": 1e-3} and flat.best["a"].edges == []
+    sloped = tune(lambda m, p: -p["lr"], {"a": {"lr": [1e-3, 1e-2, 1e-1]}})
+    assert sloped.best["a"].edges and "lower edge" in sloped.best["a"].edges[0]

@@ -178,12 +178,15 @@ def _hostile(mode: str, seed: int) -> Outcome:
     )
 
 
+_GAIN = (Threshold("gain", "gain", ">", 0.0, "the method beats the baseline", agg="bound95"),)
+
+
 @register(
     "_noisy",
     claim="A toy claim that is underpowered on seeds 0-2 and resolves with a fourth seed.",
     paper_figure="gain > 0",
     baselines=("baseline",),
-    thresholds=(Threshold("gain", "gain", ">", 0.0, "the method beats the baseline", agg="bound95"),),
+    thresholds=_GAIN,
 )
 def _noisy(mode: str, seed: int) -> Outcome:
     """Seeds 0-2: the 90% interval of the mean gain contains 0; with seed 3 it is clear of 0."""
@@ -196,7 +199,7 @@ def _noisy(mode: str, seed: int) -> Outcome:
     claim="A toy claim whose gain is a fair coin: no number of seeds resolves it.",
     paper_figure="gain > 0",
     baselines=("baseline",),
-    thresholds=(Threshold("gain", "gain", ">", 0.0, "the method beats the baseline", agg="bound95"),),
+    thresholds=_GAIN,
 )
 def _coin(mode: str, seed: int) -> Outcome:
     gain = 1.0 if seed % 2 == 0 else -1.0

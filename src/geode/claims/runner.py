@@ -349,7 +349,7 @@ def _run_local(
     sched: _Scheduler,
     jobs: int,
     timeout: float | None,
-    emit: Callable[[dict[str, Any], dict[str, bytes]], None],
+    emit: Callable[[dict[str, Any], dict[str, bytes], Task], None],
     stop: Callable[[], bool],
 ) -> None:
     ctx = mp.get_context("spawn")
@@ -364,7 +364,7 @@ def _run_local(
         with contextlib.suppress(OSError):
             conn.close()
         try:
-            emit(record, figures)
+            emit(record, figures, task)
         finally:
             lock.release()
 
@@ -447,7 +447,7 @@ def _run_ray(
     address: str,
     jobs: int | None,
     timeout: float | None,
-    emit: Callable[[dict[str, Any], dict[str, bytes]], None],
+    emit: Callable[[dict[str, Any], dict[str, bytes], Task], None],
     stop: Callable[[], bool],
 ) -> None:
     try:
@@ -490,7 +490,7 @@ def _run_ray(
                         {},
                     )
                 try:
-                    emit(record, figures)
+                    emit(record, figures, task)
                 finally:
                     lock.release()
             if timeout is not None:
@@ -500,7 +500,7 @@ def _run_ray(
                         ray.cancel(ref, force=True)
                         del in_flight[ref]
                         try:
-                            emit(_failure(task, "timeout", f"no result within {timeout:g} s", now - start), {})
+                            emit(_failure(task, "timeout", f"no result within {timeout:g} s", now - start), {}, task)
                         finally:
                             lock.release()
     finally:
@@ -578,7 +578,7 @@ def run_tasks(
     write_error: list[str] = []
     sched = _Scheduler(tasks, store, force, on_skip, on_note, more)
 
-    def emit(record: dict[str, Any], figures: dict[str, bytes]) -> None:
+    def emit(record: dict[str, Any], figures: dict[str, bytes], task: Task) -> None:
         try:
             store.write(record, figures)
         except OSError as exc:  # a full disk or a read-only folder: keep the record, start nothing new
@@ -591,7 +591,7 @@ def run_tasks(
         produced.append(record)
         if on_result is not None:
             on_result(record)
-        sched.ended(Task(record["slug"], record["mode"], record["seed"]))
+        sched.ended(task)
 
     def stop() -> bool:
         return bool(write_error)

@@ -194,7 +194,9 @@ def tune(
     -----
     Every numeric axis with two or more values is checked for a selection on its edge (an axis of two
     values has no interior, so its selection is always flagged unless it sits at a ``limits`` bound);
-    only axes with at least 3 values are extended, so adding the flag did not change any selection.
+    only axes with at least 3 values are extended, so adding the flag did not change any selection. A
+    selection on an edge is not flagged when a configuration with an interior value of that knob scored
+    exactly as well (a flat optimum: the first of the tied configurations is kept).
     seed : int
         Seed of the subsampling.
 
@@ -268,6 +270,7 @@ def tune(
             n_values = len(_axis_values(tried, key))
             if n_values >= 2:
                 axes[key] = n_values
+        ties = [t["params"] for t in trials if t["method"] == method and t["score"] == top[0]]
         for key, v in top[1].items():
             axis = _axis_values(tried, key)
             if len(axis) < 2 or not _numeric(v) or v not in (axis[0], axis[-1]):
@@ -275,6 +278,8 @@ def tune(
             lim = limits.get(key)
             if lim is not None and v in lim:
                 continue
+            if any(_numeric(c.get(key)) and axis[0] < c[key] < axis[-1] for c in ties):
+                continue  # an interior value scores exactly as well: the optimum is flat, not past the edge
             side = "upper" if v == axis[-1] else "lower"
             what = "edge of" if len(axis) > 2 else "end of the two-value axis"
             edges.append(f"{key}={_fmt(v)} at the {side} {what} [{_fmt(axis[0])}, {_fmt(axis[-1])}]")

@@ -222,10 +222,10 @@ class Threshold:
     def statistic(self, metrics: Mapping[str, Any], metric: str | None = None) -> float | None:
         """The per-seed statistic of one run: the metric (or ``metric``, e.g. a control's), paired if the
         value is a metric name; None when a metric is missing or not finite (or a ratio is undefined)."""
-        x = _finite(metrics.get(metric or self.metric))
+        x = finite(metrics.get(metric or self.metric))
         if x is None or not self.paired:
             return x
-        y = _finite(metrics.get(str(self.value)))
+        y = finite(metrics.get(str(self.value)))
         if y is None:
             return None
         if self.bound == 1.0:
@@ -283,7 +283,8 @@ class Threshold:
             raise ValueError(f"a threshold is malformed: {exc}") from None
 
 
-def _finite(x: Any) -> float | None:
+def finite(x: Any) -> float | None:
+    """``x`` as a float when it is a finite real number (not a bool), else None."""
     if x is None or isinstance(x, bool):
         return None
     try:

@@ -29,12 +29,13 @@ import ast
 import fnmatch
 import itertools
 import math
+import re
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from geode.claims.types import Learned, Threshold, eval_rule3, parse_agg, parse_rule, rule_names
+from geode.claims.types import Learned, Threshold, eval_rule3, finite, parse_agg, parse_rule, rule_names
 
 __all__ = ["DISCRIMINATION", "Evaluation", "Rules", "aggregate", "coverage", "evaluate"]
 
@@ -255,7 +256,7 @@ def aggregate(values: Sequence[float | None], threshold: Threshold) -> float | N
         return None
     if kind == "fraction":
         return sum(threshold.holds(v) for v in values) / len(values)
-    xs = [_finite(v) for v in values]
+    xs = [finite(v) for v in values]
     if any(x is None for x in xs):
         return None
     point, lo, hi = _combine([x for x in xs if x is not None], kind)
@@ -298,16 +299,6 @@ def _judge(t: Threshold, values: list[float | None], single: bool) -> dict[str, 
     return out
 
 
-def _finite(x: Any) -> float | None:
-    if x is None or isinstance(x, bool):
-        return None
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
-
-
 def _as_bool(state: str) -> bool | None:
     return True if state == "passed" else (False if state == "failed" else None)
 
@@ -337,27 +328,31 @@ def coverage(rules: Rules, tuned: Sequence[Sequence[Mapping[str, Any]]]) -> dict
     ``tuned`` holds each run's tuned table. A method fails when a run's table lacks it, when it shares no budget
     with the other declared methods of its study (rows that share their other keys, e.g. ``K``), when a numeric
     knob has fewer than 3 values, or when a selection is left on a grid's edge. A declared method may be a
-    pattern (``"*: GPR-GNN"``) that matches the keys of several studies (``"cora: GPR-GNN"``, ...).
+    pattern (``"*: GPR-GNN"``) that matches the keys of several studies (``"cora: GPR-GNN"``, ...). Each problem
+    is one line that counts the runs and studies it concerns.
     """
-    problems: dict[str, list[str]] = {m: [] for m in rules.tuned}
-    for i, rows in enumerate(tuned):
-        where = f"run {i + 1}" if len(tuned) > 1 else "the run"
-        rows = [r for r in rows if isinstance(r, Mapping)]
+    missing: dict[str, list[int]] = {m: [] for m in rules.tuned}
+    knobs: dict[str, dict[str, int]] = {m: {} for m in rules.tuned}
+    edges: dict[str, dict[str, int]] = {m: {} for m in rules.tuned}
+    rows_seen: dict[str, int] = {m: 0 for m in rules.tuned}
+    unequal: dict[str, list[str]] = {m: [] for m in rules.tuned}
+    for i, table in enumerate(tuned):
+        rows = [r for r in table if isinstance(r, Mapping)]
         studies: dict[tuple[tuple[str, str], ...], dict[str, set[tuple[Any, Any]]]] = {}
         for m in rules.tuned:
             mine = [r for r in rows if _matches(str(r.get("method")), m)]
             if not mine:
-                problems[m].append(f"not in the tuned table ({where})")
-                continue
+                missing[m].append(i + 1)
             for r in mine:
+                rows_seen[m] += 1
                 study = tuple(sorted((k, str(v)) for k, v in r.items() if k not in _STANDARD_TUNED_KEYS))
                 budget = (r.get("budget", r.get("trials")), r.get("extend", 0))
                 studies.setdefault(study, {}).setdefault(m, set()).add(budget)
                 for knob, n in (_axes(r.get("axes")) or {}).items():
                     if n < 3:
-                        problems[m].append(f"knob {knob} has {n} values (needs >= 3)")
-                if r.get("edge"):
-                    problems[m].append(f"selected on a grid edge: {r['edge']}")
+                        knobs[m][knob] = n
+                for knob in _edge_knobs(r.get("edge")):
+                    edges[m][knob] = edges[m].get(knob, 0) + 1
         for budgets in studies.values():
             # a method may sit in several tune() calls of one study; the declared ones must share a budget
             if len(budgets) > 1 and not set.intersection(*budgets.values()):
@@ -365,8 +360,29 @@ def coverage(rules: Rules, tuned: Sequence[Sequence[Mapping[str, Any]]]) -> dict
                     f"{m} " + "/".join(f"{b}+{e}" for b, e in sorted(v, key=str)) for m, v in budgets.items()
                 )
                 for m in budgets:
-                    problems[m].append(f"unequal budgets ({text}; {where})")
-    return {m: list(dict.fromkeys(p)) for m, p in problems.items()}
+                    unequal[m].append(f"run {i + 1}: {text}")
+    out: dict[str, list[str]] = {}
+    for m in rules.tuned:
+        problems = []
+        if missing[m]:
+            problems.append(f"not in the tuned table of run(s) {', '.join(map(str, missing[m]))}")
+        if unequal[m]:
+            problems.append(f"shares no budget with the other methods ({'; '.join(dict.fromkeys(unequal[m]))})")
+        if knobs[m]:
+            problems.append("knobs with fewer than 3 values: " + ", ".join(f"{k} ({n})" for k, n in knobs[m].items()))
+        if edges[m]:
+            where = ", ".join(f"{k} {n}x" for k, n in edges[m].items())
+            problems.append(f"selected on a grid edge in {rows_seen[m]} tuned row(s): {where}")
+        out[m] = problems
+    return out
+
+
+def _edge_knobs(text: Any) -> list[str]:
+    """The knobs an ``edge`` cell names (``"lr=0.01 at the upper edge of [...]; wd=0 at ..."``)."""
+    if not isinstance(text, str) or not text.strip():
+        return []
+    found = re.findall(r"(?:^|;\s*)([^=;]+?)=", text)
+    return [k.strip() for k in found] or ["?"]
 
 
 # ---------------------------------------------------------------------------------------------- verdict
@@ -482,34 +498,24 @@ def evaluate(
 
     checks: list[dict[str, Any]] = []
     state: dict[str, bool | None] = {}
-    why: dict[str, list[tuple[str, bool]]] = {}  # name -> [(reason, more seeds may help)]
+    why: dict[str, list[tuple[str, str]]] = {}  # name -> [(kind, subject)]: why it is unknown
     for t in rules.thresholds:
         c = {**_check(t, runs, single), "role": "verdict"}
         needs = rules.required_floors(t)
-        void: list[tuple[str, bool]] = []
-        for n in needs:
-            fs = floors[n]["state"]
-            if fs != "passed":
-                void.append((f"floor {n} {fs}", fs == "unresolved"))
+        void = [(f"floor {floors[n]['state']}", n) for n in needs if floors[n]["state"] != "passed"]
         arms = t.arms if t.arms is not None else rules.tuned
-        for m in arms:
-            if m in cov_bad:
-                void.append((f"{m}: {'; '.join(cov_bad[m])}", False))
+        void += [("untuned", m) for m in arms if m in cov_bad]
         own = _as_bool(c["state"])
-        if own is None:
-            void.insert(0, (f"{t.name} {c['state']}", c["state"] == "unresolved"))
-        state[t.name] = None if void else own
-        why[t.name] = void
-        c.update(needs=needs, effective=_effective(state[t.name]), void=[v for v, _ in void])
+        state[t.name] = None if (void or own is None) else own
+        why[t.name] = ([(c["state"], t.name)] if own is None else []) + void
+        c.update(needs=needs, effective=_effective(state[t.name]), void=[_why_text(w) for w in why[t.name]])
         if t.ablation is not None:
             a = _check(t.versus(t.ablation, f"{t.name}_beats_ablation"), runs, single)
-            a_void = [v for v in void if not v[0].startswith(f"{t.name} ")]
             a_own = _as_bool(a["state"])
-            if a_own is None:
-                a_void.insert(0, (f"{t.name} vs its ablation {a['state']}", a["state"] == "unresolved"))
             key = f"{t.name}__ablation"
-            state[key] = None if a_void else a_own
-            why[key] = a_void
+            subject = f"{t.name} (vs its ablation)"
+            state[key] = None if (void or a_own is None) else a_own
+            why[key] = ([(a["state"], subject)] if a_own is None else []) + void
             c["ablation"] = {"metric": t.ablation, **a, "effective": _effective(state[key])}
         else:
             c["ablation"] = None
@@ -527,12 +533,11 @@ def evaluate(
         ev.verdict = verdicts[0]
     else:
         ev.at_least = min(verdicts, key=_ORDER.index)
-        blocking = [(n, why[n]) for n in deciding]
-        if blocking and all(w and all(more for _, more in w) for _, w in blocking):
-            ev.underpowered = [n.replace("__ablation", " (vs its ablation)") for n, _ in blocking]
-        for n, w in blocking:
-            ev.reasons.append("; ".join(r for r, _ in w) or f"{n} unknown")
-        ev.reasons = list(dict.fromkeys(ev.reasons))
+        blocking = [w for n in deciding for w in why[n]]
+        if blocking and all(kind in _MORE_SEEDS_HELP for kind, _ in blocking):
+            ev.underpowered = list(dict.fromkeys(subject for kind, subject in blocking if kind == "unresolved"))
+            ev.underpowered += [f"floor {f}" for kind, f in blocking if kind == "floor unresolved"]
+        ev.reasons = _reasons(blocking)
         if ev.at_least != "not reproduced":
             ev.reasons.append(f"{ev.at_least} at least, whatever the unknowns are")
 
@@ -547,6 +552,31 @@ def evaluate(
             ev.flags.append("unstable: the seeds disagree (" + ", ".join(ev.seed_verdicts) + ")")
     _carry(ev, rules, rep, part, state)
     return ev
+
+
+_MORE_SEEDS_HELP = ("unresolved", "floor unresolved")
+_WHY = {
+    "unresolved": ("{} unresolved", "unresolved (the interval still contains the bound)"),
+    "missing": ("{} missing", "metric missing or undefined"),
+    "floor failed": ("floor {} failed", "floor failed"),
+    "floor unresolved": ("floor {} unresolved", "floor unresolved"),
+    "floor missing": ("floor {} missing", "floor's metric missing"),
+    "untuned": ("{} not tuned by the protocol", "not tuned by the protocol (see the tuning coverage)"),
+}
+
+
+def _why_text(w: tuple[str, str]) -> str:
+    return _WHY[w[0]][0].format(w[1])
+
+
+def _reasons(blocking: list[tuple[str, str]]) -> list[str]:
+    """One line per kind of unknown that decides the verdict, naming what it concerns."""
+    by_kind: dict[str, list[str]] = {}
+    for kind, subject in blocking:
+        by_kind.setdefault(kind, [])
+        if subject not in by_kind[kind]:
+            by_kind[kind].append(subject)
+    return [f"{_WHY[k][1]}: {', '.join(v)}" for k, v in sorted(by_kind.items(), key=lambda kv: list(_WHY).index(kv[0]))]
 
 
 def _check(t: Threshold, runs: list[Mapping[str, Any]], single: bool) -> dict[str, Any]:
