@@ -227,7 +227,7 @@ def test_claim_thresholds_are_the_issues():
     from geode.claims import load_claim
 
     c = load_claim("safecut")
-    got = {t.name: (t.metric, t.op, t.value) for t in c.thresholds}
+    got = {t.name: (t.metric, t.op, t.value) for t in (*c.thresholds, *c.floors)}
     assert got == {
         "beats_source": ("gain_vs_source_only_pts", ">=", 2.0),
         "beats_naive": ("gain_vs_naive_pts", ">=", 2.0),
@@ -237,7 +237,7 @@ def test_claim_thresholds_are_the_issues():
     }
     assert c.reproduced == "beats_source and beats_naive and beats_confidence"
     assert c.partial == "beats_source and beats_naive"
-    assert c.validity == "headroom and no_collapse"
+    assert {f.name for f in c.floors} == {"headroom", "no_collapse"}
     for t in c.thresholds[:3]:  # every verdict threshold has the shuffled-gate control
         assert t.controls == (f"control_{t.metric}",)
     assert "cut statistic" in c.doc
@@ -261,7 +261,7 @@ def test_claim_smoke_run():
         "SafeCut",
     }
     assert "swap_acc_safecut" in out.metrics and "acc_ceiling" in out.metrics
-    assert c.verdict(out.metrics)[0] in ("reproduced", "partial", "not reproduced")
+    assert c.verdict(out)[0] in ("reproduced", "partial", "not reproduced", "inconclusive")
 
 
 def test_knn_backends_and_the_cosine_metric_agree_with_brute_force():

@@ -331,12 +331,12 @@ def test_claim_is_registered_with_the_issues_thresholds():
     from geode.claims import load_claim
 
     c = load_claim("fed-prior-bank")
-    th = {t.name: (t.metric, t.op, t.value) for t in c.thresholds}
+    th = {t.name: (t.metric, t.op, t.value) for t in (*c.thresholds, *c.floors)}
     assert th["beats_protonet_2pt"] == ("gain_1shot_points", ">=", 2.0)
     assert th["larger_at_1shot"] == ("gain_1shot_minus_5shot_points", ">", 0.0)
     assert th["beats_protonet"] == ("gain_1shot_points", ">", 0.0)
     assert th["beats_matched"] == ("gain_vs_matched_1shot_points", ">", 0.0)
     assert all(t.agg in ("bound95", "all") for t in c.thresholds)
     assert c.reproduced == "beats_protonet_2pt and larger_at_1shot and beats_matched" and c.partial == "beats_protonet"
-    assert c.validity == "encoder_learns and task_learnable and semantic_encoder"
+    assert {f.name for f in c.floors} == {"encoder_learns", "task_learnable", "semantic_encoder"}
     assert c.assets == ("minilm",) and c.revision == 2

@@ -190,7 +190,7 @@ def test_claim_thresholds_are_the_issues():
     from geode.claims import load_claim
 
     c = load_claim("svf")
-    got = {t.name: (t.metric, t.op, t.value, t.agg) for t in c.thresholds}
+    got = {t.name: (t.metric, t.op, t.value, t.agg) for t in (*c.thresholds, *c.floors)}
     want = {}
     for base in ("fcfs", "sjf"):
         for load in ("70", "90"):
@@ -204,8 +204,8 @@ def test_claim_thresholds_are_the_issues():
         "serq": ("serq_lemma_max", "<=", 1.0, "all"),
     }
     assert got == want
-    assert c.validity == "steady and at_load and serq" and c.revision == 2
-    assert {t.name: t.controls for t in c.thresholds}["cr"] == ("fcfs_cr_adversarial",)
+    assert {f.name for f in c.floors} == {"steady", "at_load", "serq"} and c.revision == 2
+    assert {t.name: t.controls for t in (*c.thresholds, *c.floors)}["cr"] == ("fcfs_cr_adversarial",)
     assert "Smallest Volume First" in c.doc and "Old verdict" in c.doc
 
 

@@ -486,8 +486,8 @@ def test_marker_task_labels_and_claim_thresholds():
         assert np.array_equal(lab[i] == 0, ~occ)
         assert np.array_equal(lab[i] == 2, occ & (dist <= MARKER_RADIUS))
     c = load_claim("pack3d")
-    t = {x.name: x for x in c.thresholds}
+    t = {x.name: x for x in (*c.thresholds, *c.floors)}
     assert (t["invariant"].value, t["learned_pe_fails"].value, t["rope1d_fails"].value) == (0.01, 0.15, 0.15)
     assert t["invariant"].controls == ("rope1d_3d_dice_range",)
-    assert c.validity == "pack3d_floor and learned_pe_floor and rope1d_floor"
+    assert {f.name for f in c.floors} == {"learned_pe_floor", "rope1d_floor"}
     assert t["pack3d_floor"].controls == ("dice_untrained_pack3d_in_distribution",)

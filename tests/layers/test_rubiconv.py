@@ -458,13 +458,13 @@ def test_claim_thresholds_are_the_issues():
     from geode.claims import load_claim
 
     c = load_claim("rubiconv")
-    t = {x.name: x for x in c.thresholds}
+    t = {x.name: x for x in (*c.thresholds, *c.floors)}
     assert (t["exact"].value, t["exact"].op, t["exact"].agg) == (1e-4, "<=", "all")
     assert t["exact"].controls == ("leak_rel_err_single_fft",)
     assert t["no_leak"].controls == ("cross_doc_change_single_fft",)
     assert (t["fast_padded"].value, t["fast_attention"].value) == (3.0, 5.0)
     assert "on_gpu" in c.reproduced and "on_gpu" not in c.partial
-    assert c.validity == "mixed_regime" and c.min_seeds >= 3
+    assert {f.name for f in c.floors} == {"mixed_regime"} and c.min_seeds >= 3
 
 
 @pytest.mark.parametrize("channels", [8, 600])

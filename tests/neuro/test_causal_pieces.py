@@ -257,7 +257,7 @@ def test_claim_thresholds_are_the_issue_s():
     from geode.claims import load_claim
 
     claim = load_claim("causal-pieces")
-    got = {t.name: (t.metric, t.op, t.value) for t in claim.thresholds}
+    got = {t.name: (t.metric, t.op, t.value) for t in (*claim.thresholds, *claim.floors)}
     assert got == {
         "few_collapsed": ("collapsed_fraction", "<=", 0.10),
         "euler_converges": ("euler_error_falls", ">=", 1.0),
@@ -266,7 +266,7 @@ def test_claim_thresholds_are_the_issue_s():
         "rho_some": ("spearman_rho", ">=", 0.3),
     }
     assert claim.reproduced == "rho_strong and best_90" and claim.partial == "rho_some"
-    assert claim.validity == "few_collapsed and euler_converges"
+    assert {f.name for f in claim.floors} == {"few_collapsed", "euler_converges"}
     ok = {"collapsed_fraction": 0.0, "euler_error_falls": 1.0}
     assert claim.verdict({**ok, "spearman_rho": 0.7, "best_test_accuracy": 0.92})[0] == "reproduced"
     assert claim.verdict({**ok, "spearman_rho": 0.7, "best_test_accuracy": 0.85})[0] == "partial"

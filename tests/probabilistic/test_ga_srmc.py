@@ -130,12 +130,12 @@ def test_claim_smoke_run_gives_finite_metrics_a_verdict_and_figures():
     claim = load_claim("ga-srmc")
     out = claim.run("smoke", 0)
     assert all(math.isfinite(v) for v in out.metrics.values())
-    for t in claim.thresholds:
+    for t in (*claim.thresholds, *claim.floors):
         assert t.metric in out.metrics
         for c in t.controls:
             assert c in out.metrics
     verdict, _ = claim.verdict(out.metrics)
-    assert verdict in ("reproduced", "partial", "not reproduced")
+    assert verdict in ("reproduced", "partial", "not reproduced", "inconclusive")
     assert set(out.figures) == {"ratio_vs_kappa", "validation_mse_vs_alpha"}
     assert out.metrics["ratio_rises_with_kappa"] in (0.0, 1.0)
     assert out.tuned and {"SRMC", "GA-SRMC", "GA-FisherMALA"} <= {r["method"].split(": ")[-1] for r in out.tuned}

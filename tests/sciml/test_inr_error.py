@@ -348,7 +348,7 @@ def test_claim_thresholds_floors_and_controls():
     from geode.claims import load_claim
 
     c = load_claim("inr-error")
-    got = {t.name: (t.metric, t.op, t.value, t.agg) for t in c.thresholds}
+    got = {t.name: (t.metric, t.op, t.value, t.agg) for t in (*c.thresholds, *c.floors)}
     assert got == {
         "tight": ("authors_heldout_max_family_ratio_error", "<=", 0.30, "2 of 3"),
         "loose": ("authors_heldout_max_family_ratio_error", "<=", 0.50, "2 of 3"),
@@ -361,14 +361,14 @@ def test_claim_thresholds_floors_and_controls():
         "ladders_fit": ("floor_ladder_decreasing_fraction", ">=", 0.9, "all"),
         "finite": ("nonfinite_fraction", "<=", 0.0, "all"),
     }
-    controls = {t.name: t.controls for t in c.thresholds}
+    controls = {t.name: t.controls for t in (*c.thresholds, *c.floors)}
     assert controls["tight"] == controls["loose"] == ("control_other_signal_max_family_ratio_error",)
     assert controls["covers"] == ("raw_difference_coverage",)
     assert controls["informative"] == ("capped_rho_bound_over_true_median",)
     assert controls["local"] == ("heatmap_r_mismatched",)
     assert c.reproduced == "tight and beats_raw and covers and informative and local"
     assert c.partial == "loose and covers"
-    assert c.validity == "ladders_fit and finite"
+    assert {f.name for f in c.floors} == {"ladders_fit", "finite"}
     assert c.revision == 2 and c.min_seeds >= 3
 
 

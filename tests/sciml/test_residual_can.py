@@ -259,7 +259,7 @@ def test_pinn_suite_runs_and_is_deterministic():
 
 def test_claim_thresholds_floors_and_controls():
     claim = load_claim("residual-can")
-    th = {t.name: t for t in claim.thresholds}
+    th = {t.name: t for t in (*claim.thresholds, *claim.floors)}
     # revision 1's thresholds are kept (now on the equal-wall-clock + L-BFGS protocol, geometric means)
     assert (th["strong"].metric, th["strong"].op, th["strong"].value) == ("silu_over_rescan_eps1", ">=", 100.0)
     assert (th["rbf_keeps"].metric, th["rbf_keeps"].value) == ("silu_over_rbf_eps1", 10.0)

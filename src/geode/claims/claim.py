@@ -106,6 +106,14 @@ class Claim:
     def min_seeds(self) -> int:
         return self.rules.min_seeds
 
+    @property
+    def reproduced(self) -> str | None:
+        return self.rules.reproduced
+
+    @property
+    def partial(self) -> str | None:
+        return self.rules.partial
+
     def metrics_needed(self) -> set[str]:
         """Every metric the definition refers to (thresholds, floors, controls, ablations, paired values)."""
         return self.rules.metrics() | {self.key_metric}
@@ -114,9 +122,15 @@ class Claim:
         """The metrics the definition needs that ``metrics`` lacks (a stored record lacking one is stale)."""
         return sorted(self.metrics_needed() - set(metrics))
 
-    def verdict(self, outcome: Outcome) -> tuple[str, list[dict[str, Any]]]:
-        """One run's own verdict and checks (each bound applied to the run's own value)."""
-        ev = evaluate(self.rules, [outcome.metrics], tuned=[outcome.tuned], single=True)
+    def verdict(self, outcome: Outcome | Mapping[str, float]) -> tuple[str, list[dict[str, Any]]]:
+        """One run's own verdict and checks (each bound applied to the run's own value).
+
+        ``outcome`` is what ``run`` returned, or just its metrics (then no tuning coverage is checked).
+        """
+        if isinstance(outcome, Outcome):
+            ev = evaluate(self.rules, [outcome.metrics], tuned=[outcome.tuned], single=True)
+        else:
+            ev = evaluate(self.rules, [dict(outcome)], single=True)
         return ev.verdict, ev.checks
 
     def evaluate(self, records: Sequence[Mapping[str, Any]]) -> Evaluation:

@@ -478,7 +478,8 @@ def evaluate(
     runs : sequence of mapping
         The metrics of each run.
     tuned : sequence of list of dict, optional
-        Each run's tuned table (``Outcome.tuned``), for the coverage of the declared tuned methods.
+        Each run's tuned table (``Outcome.tuned``), for the coverage of the declared tuned methods; without it
+        the coverage is not checked.
     seeds : sequence of int, optional
         The runs' seeds, for the report.
     single : bool
@@ -486,10 +487,10 @@ def evaluate(
         seeds' agreement is not asked.
     """
     runs = list(runs)
-    tuned_tables = list(tuned) if tuned is not None else [[] for _ in runs]
+    tuned_tables = list(tuned) if tuned is not None else [None for _ in runs]
     if len(tuned_tables) != len(runs):
         raise ValueError("tuned must hold one table per run")
-    cov = coverage(rules, tuned_tables) if rules.tuned else {}
+    cov = coverage(rules, tuned_tables) if rules.tuned and tuned is not None else {}
     cov_bad = {m: p for m, p in cov.items() if p}
 
     floors: dict[str, dict[str, Any]] = {}
@@ -542,7 +543,10 @@ def evaluate(
             ev.reasons.append(f"{ev.at_least} at least, whatever the unknowns are")
 
     if not single:
-        ev.seed_verdicts = [evaluate(rules, [r], tuned=[tb], single=True).verdict for r, tb in zip(runs, tuned_tables)]
+        ev.seed_verdicts = [
+            evaluate(rules, [r], tuned=None if tb is None else [tb], single=True).verdict
+            for r, tb in zip(runs, tuned_tables)
+        ]
         if len(runs) < rules.min_seeds:
             ev.reasons.append(f"{len(runs)} seed(s) ran; the verdict needs at least {rules.min_seeds}")
             ev.verdict, ev.underpowered, ev.at_least = "inconclusive", [], None
@@ -576,7 +580,9 @@ def _reasons(blocking: list[tuple[str, str]]) -> list[str]:
         by_kind.setdefault(kind, [])
         if subject not in by_kind[kind]:
             by_kind[kind].append(subject)
-    return [f"{_WHY[k][1]}: {', '.join(v)}" for k, v in sorted(by_kind.items(), key=lambda kv: list(_WHY).index(kv[0]))]
+    return [
+        f"{_WHY[k][1]}: {', '.join(v)}" for k, v in sorted(by_kind.items(), key=lambda kv: list(_WHY).index(kv[0]))
+    ]
 
 
 def _check(t: Threshold, runs: list[Mapping[str, Any]], single: bool) -> dict[str, Any]:

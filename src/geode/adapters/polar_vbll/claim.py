@@ -154,7 +154,6 @@ def _fit_temperature(logits: Any, labels: Any) -> float:
             "PoLAR-VBLL has the lowest in-distribution ECE (one-sided 95% bound of the margin over seeds)",
             agg="bound95",
             control="control_id_ece_margin",
-            arms=("polar-vbll", "lora-map", "polar-map", "lora-vbll"),
         ),
         Threshold(
             "nll_id",
@@ -164,7 +163,6 @@ def _fit_temperature(logits: Any, labels: Any) -> float:
             "PoLAR-VBLL has the lowest in-distribution NLL (bound95)",
             agg="bound95",
             control="control_id_nll_margin",
-            arms=("polar-vbll", "lora-map", "polar-map", "lora-vbll"),
         ),
         Threshold(
             "ece_ood",
@@ -174,7 +172,6 @@ def _fit_temperature(logits: Any, labels: Any) -> float:
             "PoLAR-VBLL has the lowest OOD ECE (bound95)",
             agg="bound95",
             control="control_ood_ece_margin",
-            arms=("polar-vbll", "lora-map", "polar-map", "lora-vbll"),
         ),
         Threshold(
             "nll_ood",
@@ -184,7 +181,6 @@ def _fit_temperature(logits: Any, labels: Any) -> float:
             "PoLAR-VBLL has the lowest OOD NLL (bound95)",
             agg="bound95",
             control="control_ood_nll_margin",
-            arms=("polar-vbll", "lora-map", "polar-map", "lora-vbll"),
         ),
         Threshold(
             "acc",
@@ -204,7 +200,6 @@ def _fit_temperature(logits: Any, labels: Any) -> float:
             "PoLAR's ΔW stable rank exceeds LoRA's (bound95)",
             agg="bound95",
             control="control_srank_lora_map_minus_lora_vbll",
-            arms=("polar-vbll", "lora-map", "polar-map", "lora-vbll"),
         ),
         Threshold(
             "ece_id_vs_ts",

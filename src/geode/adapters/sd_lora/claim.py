@@ -254,7 +254,6 @@ def _shot_level(clip: Any, world: Any, p: dict[str, Any], shots: int, seed: int,
             "on average, every seed",
             agg="all",
             control="control_gain_avg",
-            arms=("sd-lora", "clip-lora", "tip-adapter"),
         ),
         Threshold(
             "teacher_unused",

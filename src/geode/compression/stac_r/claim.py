@@ -196,7 +196,6 @@ def _replaceable_bytes(model: Any, x: torch.Tensor, names: list[str]) -> int:
             "peak memory drops >= 7% (every seed)",
             agg="all",
             control="fullrank_peak_reduction",
-            arms=("stacr", "baseline"),
         ),
         Threshold(
             "cosine",
@@ -216,7 +215,6 @@ def _replaceable_bytes(model: Any, x: torch.Tensor, names: list[str]) -> int:
             "final test loss within 1.5% of the baseline's (every seed)",
             agg="all",
             control="untrained_loss_ratio",
-            arms=("stacr", "baseline"),
         ),
     ),
     floors=(

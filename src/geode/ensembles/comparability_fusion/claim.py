@@ -152,7 +152,6 @@ def _figures(synth: dict, sweep: dict[float, dict], real: dict[str, float]) -> d
             "(mean or log) selected on validation (synthetic; 2 of 3 seeds)",
             agg="2 of 3",
             control="synthetic_kl_reduction_random_scales",
-            arms=("cr", "direct"),
         ),
         Threshold(
             "real",
@@ -163,7 +162,6 @@ def _figures(synth: dict, sweep: dict[float, dict], real: dict[str, float]) -> d
             "over splits; 2 of 3 seeds)",
             agg="2 of 3",
             control="real_nll_gain_random_scales",
-            arms=("cr", "direct"),
         ),
         Threshold(
             "real_second",
@@ -173,7 +171,6 @@ def _figures(synth: dict, sweep: dict[float, dict], real: dict[str, float]) -> d
             "the same on a second real data set (breast cancer oracles; 2 of 3 seeds)",
             agg="2 of 3",
             control="real2_nll_gain_random_scales",
-            arms=("cr", "direct"),
         ),
     ),
     floors=(

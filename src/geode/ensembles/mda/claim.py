@@ -172,7 +172,6 @@ def _study(k: int, seed: int, cfg: dict[str, Any]) -> dict[str, Any]:
             "MDA's normalised accuracy exceeds every named baseline's at K=4 (points; 2 of 3 seeds)",
             agg="2 of 3",
             control="randrot_margin_k4",
-            arms=("mda", "average", "ta", "ties", "ada"),
         ),
         Threshold(
             "best_k8",
@@ -182,7 +181,6 @@ def _study(k: int, seed: int, cfg: dict[str, Any]) -> dict[str, Any]:
             "MDA's normalised accuracy exceeds every named baseline's at K=8 (points; 2 of 3 seeds)",
             agg="2 of 3",
             control="randrot_margin_k8",
-            arms=("mda", "average", "ta", "ties", "ada"),
         ),
         Threshold(
             "grows_with_k",

@@ -131,7 +131,6 @@ def _setups(mode: str) -> list[Any]:
             "baseline, FedAvgM included (one-sided 95% bound)",
             agg="bound95",
             control="control_resampled_worst_gain_points",
-            arms=("CRAFT", "FedAvg", "QFedAvg", "FedProx", "FedAvgM"),
         ),
         Threshold(
             "craft_trains",

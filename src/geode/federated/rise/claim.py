@@ -70,7 +70,6 @@ def _setups(mode: str) -> list[Any]:
             "RISE's test accuracy beats the best tuned baseline's by >= 1 point at Dir(0.05) (bound95)",
             agg="bound95",
             control="control_resampled_gain_vs_best_points",
-            arms=("RISE", "FedAvg", "FedProx", "ProtoKD", "FedDecorr"),
         ),
         Threshold(
             "higher_erank",
@@ -80,7 +79,6 @@ def _setups(mode: str) -> list[Any]:
             "RISE's penultimate features have a higher effective rank than the best baseline's (bound95)",
             agg="bound95",
             control="control_resampled_erank_gain_vs_best",
-            arms=("RISE", "FedAvg", "FedProx", "ProtoKD", "FedDecorr"),
         ),
         Threshold(
             "blsc_ablation_loses",

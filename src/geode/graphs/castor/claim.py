@@ -256,7 +256,6 @@ def _figure(names: list[str], accs: dict[str, dict[str, float]]) -> Any:
             "Castor ranks top-3 on every quick dataset (2 of 3 seeds)",
             agg="2 of 3",
             control="mlp_best_rank_homophilous",
-            arms=("*: Castor", "*: MLP", "*: GCN", "*: APPNP", "*: GPR-GNN", "*: ACM-GCN"),
         ),
         Threshold(
             "best_avg_rank",
@@ -266,7 +265,6 @@ def _figure(names: list[str], accs: dict[str, dict[str, float]]) -> Any:
             "Castor's average rank is better than every baseline's (2 of 3 seeds)",
             agg="2 of 3",
             control="mlp_rank_gap",
-            arms=("*: Castor", "*: MLP", "*: GCN", "*: APPNP", "*: GPR-GNN", "*: ACM-GCN"),
         ),
         Threshold(
             "mixed_margin",

@@ -147,7 +147,6 @@ def _step_log_ratios(grads: dict[str, Any], other: str) -> list[float]:
             "BVPO's held-out preference accuracy beats both alpha = 1 and alpha = 0 (every seed)",
             agg="all",
             control="tracemix_minus_best_extreme_pts",
-            arms=("bvpo", "trace", "empty"),
         ),
         Threshold(
             "answers_kept",

@@ -195,7 +195,6 @@ _PROPS = ("falls_with_repetition", "falls_with_size", "saturates", "paraphrase_b
             "fitted eta_rep(R=1) - eta_rep(R=31) >= 0.05 at the middle width (95% bound over seeds)",
             agg="bound95",
             control="ctrl_fresh_eta_drop",
-            arms=("CD",),
         ),
         Threshold(
             "falls_with_size",
@@ -205,7 +204,6 @@ _PROPS = ("falls_with_repetition", "falls_with_size", "saturates", "paraphrase_b
             "fitted eta_rep(smallest) - eta_rep(largest student) >= 0.05 at D = 32U (95% bound)",
             agg="bound95",
             control="ctrl_fresh_eta_size_drop",
-            arms=("CD",),
         ),
         Threshold(
             "saturates",
@@ -215,7 +213,6 @@ _PROPS = ("falls_with_repetition", "falls_with_size", "saturates", "paraphrase_b
             "one more repeated token at D = 32U is worth <= half a fresh token (95% bound)",
             agg="bound95",
             control="ctrl_fresh_marginal_at_max",
-            arms=("CD",),
         ),
         Threshold(
             "paraphrase_beats_repetition",
@@ -225,7 +222,6 @@ _PROPS = ("falls_with_repetition", "falls_with_size", "saturates", "paraphrase_b
             "fitted eta_para - eta_rep >= 0.05 at D = 32U, middle width (95% bound)",
             agg="bound95",
             control="ctrl_replicate_minus_rep_eta",
-            arms=("CD",),
         ),
         Threshold(
             "cd_extrapolates",
@@ -242,7 +238,6 @@ _PROPS = ("falls_with_repetition", "falls_with_size", "saturates", "paraphrase_b
             "<=",
             0.1,
             "reported: CD fit's RMS log-loss residual <= 0.1",
-            arms=("CD",),
         ),
     ),
     floors=(

@@ -139,7 +139,6 @@ def _spearman(a: np.ndarray, b: np.ndarray) -> float:
             "stable-rank best-of-8 accuracy beats greedy by >= 3 points (every seed)",
             agg="all",
             control="random_bon_minus_greedy_pts",
-            arms=("stable_rank", "greedy"),
         ),
         Threshold(
             "grpo_gain",

@@ -237,7 +237,6 @@ def _probe_scores(feats: list[np.ndarray], sess: list[Any], train: list[int], te
             "geometry beats masked prediction on held-out region balanced accuracy (8 sessions), every seed",
             agg="all",
             control="shuffled_gap_ba_8",
-            arms=("geometry", "masked"),
         ),
         Threshold(
             "beats_depth",
@@ -247,7 +246,6 @@ def _probe_scores(feats: list[np.ndarray], sess: list[Any], train: list[int], te
             "geometry has a lower held-out depth MAE than masked prediction (8 sessions), every seed",
             agg="all",
             control="shuffled_gap_mae_8",
-            arms=("geometry", "masked"),
         ),
         Threshold(
             "grows_region",
@@ -257,7 +255,6 @@ def _probe_scores(feats: list[np.ndarray], sess: list[Any], train: list[int], te
             "the balanced-accuracy gap is larger at 8 than at 2 pre-training sessions (2 of 3 seeds)",
             agg="2 of 3",
             control="shuffled_growth_ba",
-            arms=("geometry", "masked"),
         ),
         Threshold(
             "grows_depth",
@@ -267,7 +264,6 @@ def _probe_scores(feats: list[np.ndarray], sess: list[Any], train: list[int], te
             "the depth-error gap is larger at 8 than at 2 pre-training sessions (2 of 3 seeds)",
             agg="2 of 3",
             control="shuffled_growth_mae",
-            arms=("geometry", "masked"),
         ),
     ),
     floors=(

@@ -261,7 +261,6 @@ def _evaluate(r: dict[str, Any], data: dict[str, Any]) -> dict[str, float]:
             "the MLP ablation keeps less than half of HamJEPA's kNN@20 margin: (Ham - MLP) - (Ham - SIGReg)/2 > 0",
             agg="all",
             control="replicate_shortfall_knn",
-            arms=("hamjepa", "mlp", "sigreg"),
         ),
     ),
     floors=(

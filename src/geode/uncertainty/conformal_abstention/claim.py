@@ -269,7 +269,6 @@ def _data(cfg: dict[str, Any], seed: int, per: str) -> dict[str, Any]:
             "every arm's realised conditional correctness >= 0.75 in >= 90% of 100 splits (every seed)",
             agg="all",
             control="plugin_valid_fraction",
-            arms=("geometry", "msp", "ts", "output"),
         ),
         Threshold(
             "more_participation",

@@ -188,7 +188,6 @@ def _evaluate(planner: Any, d: dict[str, Any], raw: dict[str, np.ndarray]) -> di
             "Bridge-AD's target L2 is below DANN's and source-only's, every seed",
             agg="all",
             control="shuffled_l2_margin",
-            arms=("bridge", "dann", "source"),
         ),
         Threshold(
             "col_beats_both",
@@ -198,7 +197,6 @@ def _evaluate(planner: Any, d: dict[str, Any], raw: dict[str, np.ndarray]) -> di
             "Bridge-AD's target collision rate is below DANN's and source-only's, every seed",
             agg="all",
             control="shuffled_col_margin",
-            arms=("bridge", "dann", "source"),
         ),
         Threshold(
             "l2_beats_source",

@@ -283,7 +283,6 @@ def _predict(kind: str, model: Any, rec: Any, lq: Any, seed: int, dev: Any) -> d
             "GARD's test AbsRel is below every baseline's (none, pixel, latent), every seed",
             agg="all",
             control="untrained_margin_best",
-            arms=("gard", "none", "pixel", "latent"),
         ),
         Threshold(
             "beats_pixel_geometry",
