@@ -115,7 +115,8 @@ def show(
     slug: Annotated[str, typer.Argument(help="The paper's slug.")],
     out: Annotated[str, typer.Option("--out", "-o", help="Results folder.")] = "geode-results",
     seeds: Annotated[
-        str | None, typer.Option("--seeds", "-s", help="Judge only these stored seeds: 7,8,9 or 10-12.")
+        str | None,
+        typer.Option("--seeds", "-s", help="Judge only these stored seeds: a count (3: seeds 0-2), 7,8,9 or 10-12."),
     ] = None,
 ) -> None:
     """Show one paper: its claim, thresholds, floors and controls, and the verdict over its stored seeds."""
@@ -248,12 +249,12 @@ def _fmt_num(x: Any) -> str:
     return "n/a" if x is None else f"{x:.4g}"
 
 
-def _jobs(jobs: str | None) -> int | None:
-    """``--jobs``: a count, or ``auto`` for every core of this machine."""
+def _jobs(jobs: str | None, ray: str | None = None) -> int | None:
+    """``--jobs``: a count, or ``auto`` for every core of this machine (of the cluster, on Ray)."""
     if jobs is None:
         return None
     if jobs.strip().lower() == "auto":
-        return os.cpu_count() or 1
+        return None if ray else (os.cpu_count() or 1)  # on Ray, auto is the cluster's CPUs
     try:
         return int(jobs)
     except ValueError:
@@ -333,7 +334,7 @@ def reproduce(
         seed_list = parse_seeds(seeds)
     except ValueError as exc:
         raise UsageFailure(str(exc)) from None
-    n_jobs = _jobs(jobs)
+    n_jobs = _jobs(jobs, ray)
     _check_counts(len(seed_list), n_jobs, timeout)
     if not 0 <= max_seeds <= MAX_SEEDS:
         raise UsageFailure(f"--max-seeds must be >= 0 and <= {MAX_SEEDS}; got {max_seeds}")

@@ -87,3 +87,21 @@ def test_no_seed_is_added_without_max_seeds_room_or_for_a_decided_claim(tmp_path
     assert _run(store, "_seeded", [0, 1, 2], max_seeds=10)[1] == []
     with pytest.raises(ValueError, match="max_seeds"):
         SeedAdder(store, [], 0)
+
+
+def test_added_seeds_that_fail_still_count_against_max_seeds(tmp_path):
+    store = ResultStore(tmp_path)
+    seeds, added = _run(store, "_flaky", [0, 1, 2], max_seeds=5)
+    assert seeds == [0, 1, 2, 3, 4] and [s for s, _ in added] == [3, 4]
+    assert {r["seed"]: r["status"] for r in store.scan("_flaky").records}[4] == "error"
+
+
+def test_a_seed_another_run_holds_leaves_the_claim_to_that_run(tmp_path):
+    store = ResultStore(tmp_path)
+    tasks = [Task("_noisy", "smoke", s, M) for s in range(4)]
+    held = store.lock("_noisy", "smoke", 3)  # another run is computing seed 3
+    try:
+        run_tasks(tasks, store, jobs=2, more=SeedAdder(store, tasks, 10).done)
+    finally:
+        held.release()
+    assert sorted(r["seed"] for r in store.scan("_noisy").records) == [0, 1, 2]  # nothing added meanwhile

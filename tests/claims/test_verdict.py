@@ -153,14 +153,16 @@ def test_a_floor_voids_only_the_comparisons_that_need_it():
         Threshold("bed_ok", "bed", ">=", 1.0, agg="all"),
     ]
     runs = _runs(vs_acm=[1, 1, 1], vs_gpr=[-2, -3, -1], acm_acc=[0.3] * 3, gpr_acc=[0.8] * 3, bed=[1] * 3)
-    ev = _ev(ts, runs, floors=floors, method="castor", untuned={"acm": "test", "gpr": "test"})
+    untuned = {"castor": "test", "acm": "test", "gpr": "test"}
+    ev = _ev(ts, runs, floors=floors, method="castor", untuned=untuned)
     by = {c["name"]: c for c in ev.checks}
     assert by["beats_acm"]["effective"] == "unknown" and "floor acm_learns failed" in by["beats_acm"]["void"]
     assert by["beats_gpr"]["effective"] == "failed" and by["beats_gpr"]["needs"] == ["gpr_learns", "bed_ok"]
     assert ev.verdict == "not reproduced"  # losing to GPR-GNN decides whatever ACM-GCN's comparison is
     # a failed bed floor is needed by every comparison: inconclusive, and no seed can help
-    runs[0]["bed"] = 0
-    ev = _ev(ts, runs, floors=floors, method="castor", untuned={"acm": "test", "gpr": "test"})
+    for r in runs:
+        r["bed"] = 0
+    ev = _ev(ts, runs, floors=floors, method="castor", untuned=untuned)
     assert all(c["effective"] == "unknown" for c in ev.checks if c["role"] == "verdict")
     assert ev.verdict == "inconclusive" and ev.underpowered == []
 
@@ -183,9 +185,18 @@ def test_a_floor_on_the_papers_own_method_is_refused():
     with pytest.raises(ValueError, match="paper's own method"):
         Rules(thresholds=(t,), floors=(Threshold("law_fits", "r2", ">", 0.9, arms="law"),), method=("cd", "law"))
     # the same floor on a baseline is fine
-    Rules(
-        thresholds=(t,), floors=(Threshold("lora_fits", "e", "<", 1.0, arms="lora"),), method="sama", tuned=("lora",)
-    )
+    lora_fits = Threshold("lora_fits", "e", "<", 1.0, arms="lora")
+    Rules(thresholds=(t,), floors=(lora_fits,), method="sama", tuned=("sama", "lora"))
+
+
+def test_every_arm_is_tuned_or_untuned_with_a_reason():
+    t = Threshold("t", "m", ">", 0.0, arms=("m1", "b1"))
+    with pytest.raises(ValueError, match="not declared: method 'm1'"):
+        Rules(thresholds=(t,), method="m1", tuned=("b1",))
+    learned = (Learned("enc", "acc", trivial="raw"),)
+    with pytest.raises(ValueError, match="learned arm 'enc'"):
+        Rules(thresholds=(Threshold("u", "m", ">", 0.0),), method="m1", untuned={"m1": "x"}, learned=learned)
+    Rules(thresholds=(t,), method="m1", tuned=("b1",), untuned={"m1": "a closed form"})
 
 
 def test_a_floor_on_the_method_is_refused_at_registration():
@@ -214,7 +225,7 @@ def test_arms_must_be_declared_once_any_is():
 def test_learned_arms_must_beat_their_untrained_selves():
     t = Threshold("t", "gain", ">", 0.0, agg="all", arms=("enc", "base"))
     arm = Learned("enc", "enc_acc", untrained="enc_init_acc", trivial="raw_acc")
-    rules = Rules(thresholds=(t,), method="enc", untuned={"base": "test"}, learned=(arm,))
+    rules = Rules(thresholds=(t,), method="enc", untuned={"enc": "test", "base": "test"}, learned=(arm,))
     assert [f.name for f in rules.all_floors] == ["enc_beats_untrained", "enc_beats_trivial"]
     good = _runs(gain=[1.0] * 3, enc_acc=[0.9, 0.91, 0.92], enc_init_acc=[0.3, 0.31, 0.29], raw_acc=[0.5] * 3)
     assert evaluate(rules, good).verdict == "reproduced"
@@ -238,7 +249,7 @@ def test_a_tuned_table_missing_a_declared_method_makes_its_comparisons_unknown()
     assert by["beats_a"]["effective"] == "passed"
     assert by["beats_b"]["effective"] == "unknown" and by["beats_b"]["void"] == ["b not tuned by the protocol"]
     assert ev.verdict == "inconclusive" and ev.underpowered == []
-    assert ev.coverage["b"] == ["not in the tuned table of run(s) 1, 2, 3"]
+    assert ev.coverage["b"] == ["not in the tuned table of seed(s): 0, 1, 2"]
     complete = [[_row("m"), _row("a"), _row("b")]] * 3
     assert evaluate(Rules(thresholds=tuple(ts), method="m", tuned=("m", "a", "b")), runs, tuned=complete).verdict == (
         "reproduced"
@@ -317,10 +328,17 @@ def test_controls_decide_whether_a_threshold_discriminates_and_flag_the_verdict(
     assert any("no negative control" in f for f in ev.flags)
 
 
-def test_a_control_is_aggregated_like_its_threshold():
+def test_a_control_is_aggregated_like_its_threshold_and_must_be_shown_to_fail():
     t = Threshold("t", "gain", ">=", 0.0, agg="bound95", control="ctrl")
-    noisy_control = _runs(gain=[0.5, 0.6, 0.55], ctrl=[0.4, -0.4, 0.1])  # mean > 0, lower bound < 0
-    assert _ev([t], noisy_control).checks[0]["discrimination"] == "discriminates"
+    failing = _runs(gain=[0.5, 0.6, 0.55], ctrl=[-0.4, -0.5, -0.45])  # the control's upper bound < 0
+    c = _ev([t], failing).checks[0]
+    assert c["discrimination"] == "discriminates" and c["controls"][0]["measured"] < 0  # the easy-side bound
+    noisy = _runs(gain=[0.5, 0.6, 0.55], ctrl=[0.4, -0.4, 0.1])  # its interval contains 0: not shown to fail
+    ev = _ev([t], noisy)
+    assert ev.checks[0]["discrimination"] == "control unresolved"
+    assert any("not shown to fail" in f for f in ev.flags)
+    missing = _runs(gain=[0.5, 0.6, 0.55])
+    assert _ev([t], missing).checks[0]["discrimination"] == "control unresolved"
 
 
 def test_disagreeing_seeds_are_unstable():
@@ -359,3 +377,71 @@ def test_rules_round_trip_and_read_schema_2_descriptions():
     }
     back = Rules.from_dict(old)
     assert [t.name for t in back.thresholds] == ["t"] and [f.name for f in back.floors] == ["f"]
+
+
+# ------------------------------------------------------------------------- found by an adversarial review
+def test_seeds_inconclusive_on_their_own_make_the_claim_inconclusive_not_negative():
+    floors = (Threshold("base_ok", "base_acc", ">=", 0.5),)  # the mean over seeds passes, two seeds fail it
+    runs = _runs(gain=[0.3] * 3, base_acc=[0.9, 0.4, 0.45])
+    ev = _ev([Threshold("gain", "gain", ">=", 0.1, agg="all")], runs, floors=floors)
+    assert ev.seed_verdicts == ["reproduced", "inconclusive", "inconclusive"]
+    assert ev.verdict == "inconclusive" and "cannot be judged on their own" in ev.reasons[0]
+
+
+def test_what_is_left_open_respects_the_seeds_agreement():
+    ts = [Threshold("a", "a", ">", 0.0, agg="bound95"), Threshold("b", "b", ">", 0.0)]
+    ev = _ev(ts, _runs(a=[1.0, -0.2, 1.2], b=[5.0, -1.0, -1.0]), reproduced="a and b", partial="b")
+    # a is unresolved, but whichever way it resolves only one seed reads partial or better
+    assert ev.seed_verdicts == ["reproduced", "not reproduced", "not reproduced"]
+    assert ev.verdict == "not reproduced" and ev.underpowered == []
+
+
+def test_a_baseline_given_fewer_configurations_is_not_tuned_equally():
+    # spirit: SWIFT's grid was left small while SPIRIT's grew; both in one tune() call share its budget
+    rules = Rules(thresholds=(Threshold("t", "g", ">", 0.0),), method="SPIRIT", tuned=("SPIRIT", "SWIFT"))
+    rows = [
+        {"method": "SPIRIT", "grid": 25, "budget": 25, "trials": 25, "axes": "lr:5, skip:5", "edge": ""},
+        {"method": "SWIFT", "grid": 3, "budget": 25, "trials": 3, "axes": "lr:3", "edge": ""},
+    ]
+    cov = coverage(rules, [rows])
+    assert cov["SPIRIT"] == [] and cov["SWIFT"] == ["fewer configurations than the others: 3 vs SPIRIT 25"]
+    no_axes = [{k: v for k, v in r.items() if k != "axes"} for r in rows]
+    assert any("not recorded" in p for p in coverage(rules, [no_axes])["SPIRIT"])
+
+
+def test_pattern_arms_are_checked_study_by_study():
+    rules = Rules(thresholds=(Threshold("t", "g", ">", 0.0),), method="*: castor", tuned=("*: castor", "*: GCN"))
+
+    def row(key, budget):
+        return {"method": key, "grid": budget, "budget": budget, "trials": budget, "axes": "lr:3", "edge": ""}
+
+    crossed = [row("cora: castor", 8), row("cora: GCN", 2), row("citeseer: castor", 2), row("citeseer: GCN", 8)]
+    cov = coverage(rules, [crossed])
+    assert any("shares no budget" in p and "cora" in p for p in cov["*: GCN"])
+    missing = [row("cora: castor", 4), row("cora: GCN", 4), row("citeseer: castor", 4)]
+    assert coverage(rules, [missing])["*: GCN"] == ["missing from studies: citeseer (seed 0)"]
+    fine = [row("cora: castor", 4), row("cora: GCN", 4), row("citeseer: castor", 4), row("citeseer: GCN", 4)]
+    assert coverage(rules, [fine]) == {"*: castor": [], "*: GCN": []}
+
+
+def test_requires_never_drops_the_learned_floors_of_the_comparisons_own_arms():
+    t = Threshold("beats_acm", "gain", ">", 0.0, arms=("castor", "ACM-GCN"), requires=())
+    arm = Learned("ACM-GCN", "acm_acc", untrained="acm_init")
+    rules = Rules(thresholds=(t,), method="castor", untuned={"castor": "x", "ACM-GCN": "x"}, learned=(arm,))
+    assert rules.required_floors(t) == ["ACM_GCN_beats_untrained"]
+
+
+def test_rules_are_judged_exactly_whatever_the_unknowns_are():
+    from geode.claims.types import eval_kleene, eval_rule3, parse_rule
+
+    tree = parse_rule("b or not b", {"b"}, "r")
+    assert eval_rule3(tree, {"b": None}) is True and eval_kleene(tree, {"b": None}) is None
+    many = [Threshold(f"t{i}", f"m{i}", ">", 0.0, agg="bound95") for i in range(18)]
+    runs = [{f"m{i}": (1.0 if i == 0 else [0.5, -0.5, 0.2][j]) for i in range(18)} for j in range(3)]
+    ev = _ev(many, runs, reproduced=" or ".join(t.name for t in many))  # t0 passes: decided past 16 unknowns
+    assert ev.verdict == "reproduced"
+
+
+def test_an_ablation_must_differ_from_the_paired_value():
+    with pytest.raises(ValueError, match="ablation must name a metric other than"):
+        Threshold("t", "m", ">", "base", ablation="base")

@@ -196,11 +196,26 @@ def _noisy(mode: str, seed: int) -> Outcome:
 
 @register(
     "_coin",
-    claim="A toy claim whose gain is a fair coin: no number of seeds resolves it.",
+    claim="A toy claim whose every seed reads reproduced but whose gain is too skewed to resolve in a few seeds.",
     paper_figure="gain > 0",
     baselines=("baseline",),
     thresholds=_GAIN,
 )
 def _coin(mode: str, seed: int) -> Outcome:
-    gain = 1.0 if seed % 2 == 0 else -1.0
+    """Gains 10, 0.01, 0.01, 10, ...: positive in every seed, but the 90% interval of the mean contains 0."""
+    gain = 10.0 if seed % 3 == 0 else 0.01
+    return Outcome(metrics={"gain": gain}, summary=f"gain {gain}")
+
+
+@register(
+    "_flaky",
+    claim="A toy claim underpowered on seeds 0-2 whose every further seed raises.",
+    paper_figure="gain > 0",
+    baselines=("baseline",),
+    thresholds=_GAIN,
+)
+def _flaky(mode: str, seed: int) -> Outcome:
+    if seed >= 3:
+        raise RuntimeError("this seed fails on purpose")
+    gain = [0.5, -0.1, 0.6][seed]
     return Outcome(metrics={"gain": gain}, summary=f"gain {gain}")

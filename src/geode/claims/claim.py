@@ -119,7 +119,7 @@ class Claim:
         return self.rules.metrics() | {self.key_metric}
 
     def missing_metrics(self, metrics: Mapping[str, Any]) -> list[str]:
-        """The metrics the definition needs that ``metrics`` lacks (a stored record lacking one is stale)."""
+        """The metrics the definition needs that ``metrics`` lacks (they read ``missing``: unknown)."""
         return sorted(self.metrics_needed() - set(metrics))
 
     def verdict(self, outcome: Outcome | Mapping[str, float]) -> tuple[str, list[dict[str, Any]]]:
@@ -175,8 +175,8 @@ HASHED = ("slug", "revision")
 The verdict's rules (thresholds, floors, ablations, tuned methods) are not hashed: the report and ``show``
 always judge stored metrics by the *current* definition, so a changed rule re-judges the same measurements
 without re-running them (and a threshold moved after a run shows in the claim's history, not in a re-run).
-A record that lacks a metric the current definition names is stale too (:meth:`Claim.missing_metrics`).
-Bump ``revision`` whenever ``run`` changes what it measures.
+A metric the current definition names that a record lacks reads ``missing`` (unknown), never passed. Bump
+``revision`` whenever ``run`` changes what it measures.
 """
 
 

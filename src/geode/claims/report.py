@@ -196,12 +196,7 @@ def summarize(
             out.append(PaperResult(paper, state, claim=claim or {}, bench=bench, notes=notes))
             continue
         want = (claim or {}).get("hash") or (definition_hash(claim) if claim else None)
-        needed = _needed(claim)
-        current = [
-            r
-            for r in recs
-            if r["status"] != "ok" or ((want is None or r.get("claim_hash") == want) and needed <= set(r["metrics"]))
-        ]
+        current = [r for r in recs if want is None or r.get("claim_hash") == want or r["status"] != "ok"]
         stale = sum(1 for r in recs if r not in current)
         ok_modes = [m for m in _MODE_ORDER if any(r["mode"] == m and r["status"] == "ok" for r in current)]
         if not ok_modes:
@@ -236,16 +231,6 @@ def summarize(
         out.append(PaperResult(paper, ev.verdict, mode, ok, failures, claim, ev, stale, bench, notes))
     rank = {"planned": 2, "not run": 1}
     return sorted(out, key=lambda r: rank.get(r.state, 0))  # stable: catalogue order within each group
-
-
-def _needed(claim: dict[str, Any] | None) -> set[str]:
-    """The metrics a description refers to (a record lacking one cannot be judged by it: stale)."""
-    if not claim:
-        return set()
-    try:
-        return Rules.from_dict(claim).metrics() | ({claim["key_metric"]} if claim.get("key_metric") else set())
-    except (ValueError, TypeError):
-        return set()
 
 
 def _counts(rows: list[PaperResult]) -> dict[str, int]:

@@ -281,24 +281,22 @@ class _Scheduler:
         self.on_note = on_note
         self.skipped = 0
         self.exhausted = False
-        self._defs: dict[tuple[str, str | None], tuple[str, set[str]] | None] = {}
+        self._hashes: dict[tuple[str, str | None], str | None] = {}
 
     def add(self, tasks: Iterable[Task]) -> None:
         """Run these tasks next (before the rest of the given ones)."""
         self._added.extend(tasks)
 
-    def _definition(self, task: Task) -> tuple[str | None, set[str] | None]:
+    def _hash(self, task: Task) -> str | None:
         key = (task.slug, task.module)
-        if key not in self._defs:
+        if key not in self._hashes:
             try:
                 from geode.claims.registry import load_claim
 
-                c = load_claim(task.slug, task.module)
-                self._defs[key] = (c.definition_hash(), c.metrics_needed())
+                self._hashes[key] = load_claim(task.slug, task.module).definition_hash()
             except Exception:  # the worker will record why the claim cannot load
-                self._defs[key] = None
-        d = self._defs[key]
-        return (None, None) if d is None else d
+                self._hashes[key] = None
+        return self._hashes[key]
 
     def _pending(self) -> Iterator[Task]:
         while True:
@@ -313,8 +311,8 @@ class _Scheduler:
     def next(self) -> tuple[Task, TaskLock] | None:
         """The next task to run with its lock held, or None when there is none left (for now)."""
         for task in self._pending():
-            digest, needed = self._definition(task)
-            state = "missing" if self.force else self.store.state(task.slug, task.mode, task.seed, digest, needed)
+            digest = self._hash(task)
+            state = "missing" if self.force else self.store.state(task.slug, task.mode, task.seed, digest)
             if state == "done":
                 self._skip(task, "stored")
                 continue
@@ -322,7 +320,7 @@ class _Scheduler:
             if lock is None:
                 self._skip(task, "running elsewhere")
                 continue
-            if not self.force and self.store.is_done(task.slug, task.mode, task.seed, digest, needed):
+            if not self.force and self.store.is_done(task.slug, task.mode, task.seed, digest):
                 lock.release()  # another run finished it while we looked
                 self._skip(task, "stored")
                 continue
@@ -337,7 +335,8 @@ class _Scheduler:
         self.skipped += 1
         if self.on_skip is not None:
             self.on_skip(task, why)
-        self.ended(task)
+        if why == "stored":  # a task another run holds has not ended: its claim is left to that run
+            self.ended(task)
 
     def ended(self, task: Task) -> None:
         """A task ended (ran or was skipped): queue what ``more`` adds for it."""

@@ -56,12 +56,12 @@ def parse_seeds(spec: str | int) -> list[int]:
 
 
 def current_records(store: ResultStore, claim: Any, mode: str) -> list[dict[str, Any]]:
-    """The successful records of ``claim`` in ``mode`` that its current definition can judge, by seed."""
-    digest, needed = claim.definition_hash(), claim.metrics_needed()
+    """The successful records of ``claim`` in ``mode`` made by its current definition (revision), by seed."""
+    digest = claim.definition_hash()
     recs = [
         r
         for r in store.scan(claim.slug).records
-        if r["mode"] == mode and r["status"] == "ok" and r.get("claim_hash") == digest and needed <= set(r["metrics"])
+        if r["mode"] == mode and r["status"] == "ok" and r.get("claim_hash") == digest
     ]
     return sorted(recs, key=lambda r: r["seed"])
 
@@ -69,9 +69,11 @@ def current_records(store: ResultStore, claim: Any, mode: str) -> list[dict[str,
 class SeedAdder:
     """Adds one seed at a time to a claim whose verdict is underpowered, up to ``max_seeds`` seeds of its mode.
 
-    Tell it each task that ends (:meth:`done`); once every seed asked for a claim has ended, it judges the
-    claim over all its current stored records of that mode and returns the task of the next seed (the
-    smallest one above every seed used) when the verdict is ``inconclusive (underpowered)``.
+    Tell it each task that ends (:meth:`done`: stored, or skipped because its result is already stored; a task
+    another run is running is not ended here, and its claim is left to that run). Once every seed asked for a
+    claim has ended, it judges the claim over all its current stored records of that mode and returns the task
+    of the next seed (the smallest one above every seed tried) when the verdict is ``inconclusive
+    (underpowered)`` and fewer than ``max_seeds`` seeds of the mode were tried (failed ones count).
 
     Parameters
     ----------
@@ -120,10 +122,14 @@ class SeedAdder:
             ev = claim.evaluate(recs)
         except Exception:  # a claim that cannot load or judge gets no added seed; its error is stored
             return []
-        if ev.verdict != "inconclusive" or not ev.underpowered or len(recs) >= self.max_seeds:
+        # every seed tried in this mode counts against max_seeds (failed ones too, and those still running),
+        # so a claim whose added seeds fail cannot add seeds for ever
+        digest = claim.definition_hash()
+        stored = [r for r in self.store.scan(task.slug).records if r["mode"] == task.mode]
+        tried = {r["seed"] for r in stored if r["status"] != "ok" or r.get("claim_hash") == digest} | self.used[key]
+        if ev.verdict != "inconclusive" or not ev.underpowered or len(tried) >= self.max_seeds:
             return []
-        stored = {r["seed"] for r in self.store.scan(task.slug).records if r["mode"] == task.mode}
-        seed = max(self.used[key] | stored) + 1
+        seed = max(tried) + 1
         if seed > MAX_SEED:
             return []
         new = Task(task.slug, task.mode, seed, task.module)

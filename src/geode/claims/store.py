@@ -313,11 +313,9 @@ class ResultStore:
         p = self.path(slug, mode, seed)
         return self.read(p) if p.is_file() else None
 
-    def state(
-        self, slug: str, mode: str, seed: int, claim_hash: str | None = None, needed: set[str] | None = None
-    ) -> str:
-        """``"done"``, ``"missing"``, ``"failed"`` (error/timeout), ``"stale"`` (another claim definition, or a
-        record that lacks a metric in ``needed``) or ``"corrupt"`` (unreadable or malformed)."""
+    def state(self, slug: str, mode: str, seed: int, claim_hash: str | None = None) -> str:
+        """``"done"``, ``"missing"``, ``"failed"`` (error/timeout), ``"stale"`` (another claim definition: slug
+        or revision) or ``"corrupt"`` (unreadable or malformed)."""
         p = self.path(slug, mode, seed)
         try:
             if not p.is_file():
@@ -334,15 +332,11 @@ class ResultStore:
             return "failed"
         if claim_hash is not None and rec.get("claim_hash") != claim_hash:
             return "stale"
-        if needed and not needed <= set(rec["metrics"]):
-            return "stale"
         return "done"
 
-    def is_done(
-        self, slug: str, mode: str, seed: int, claim_hash: str | None = None, needed: set[str] | None = None
-    ) -> bool:
+    def is_done(self, slug: str, mode: str, seed: int, claim_hash: str | None = None) -> bool:
         """True when a successful result of the current claim definition (if given) is stored."""
-        return self.state(slug, mode, seed, claim_hash, needed) == "done"
+        return self.state(slug, mode, seed, claim_hash) == "done"
 
     def lock(self, slug: str, mode: str, seed: int) -> TaskLock | None:
         """Take the task's lock; None when another process holds it."""

@@ -26,10 +26,11 @@ unknowns decide it; :mod:`geode.claims.verdict` turns that into a verdict.
 from __future__ import annotations
 
 import ast
+import itertools
 import math
 import operator
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +41,8 @@ __all__ = [
     "Learned",
     "Outcome",
     "Threshold",
+    "all_true",
+    "eval_kleene",
     "eval_rule3",
     "parse_agg",
     "parse_rule",
@@ -182,8 +185,11 @@ class Threshold:
                 raise ValueError(f"Threshold {self.name!r}: a control cannot be the threshold's own metric")
             object.__setattr__(self, "control", controls[0] if len(controls) == 1 else controls)
         if self.ablation is not None:
-            if not isinstance(self.ablation, str) or not self.ablation or self.ablation == self.metric:
-                raise ValueError(f"Threshold {self.name!r}: ablation must name another metric; got {self.ablation!r}")
+            if not isinstance(self.ablation, str) or not self.ablation or self.ablation in (self.metric, self.value):
+                raise ValueError(
+                    f"Threshold {self.name!r}: ablation must name a metric other than the threshold's own and its "
+                    f"paired value; got {self.ablation!r}"
+                )
         object.__setattr__(self, "arms", _names(f"Threshold {self.name!r} arms", self.arms, _NAME))
         requires = _names(f"Threshold {self.name!r} requires", self.requires)
         if requires is not None and not all(r.isidentifier() for r in requires):
@@ -392,26 +398,54 @@ def rule_names(tree: ast.AST) -> list[str]:
     return list(dict.fromkeys(n.id for n in ast.walk(tree) if isinstance(n, ast.Name)))
 
 
-def eval_rule3(tree: ast.AST, state: Mapping[str, bool | None]) -> bool | None:
-    """Evaluate a parsed rule in three-valued (Kleene) logic: True, False, or None when the unknowns decide it.
+def eval_kleene(tree: ast.AST, state: Mapping[str, bool | None]) -> bool | None:
+    """Evaluate a parsed rule in Kleene's three-valued logic, node by node (None: unknown).
 
-    ``state`` maps each threshold name to True, False or None (unknown). ``a and b`` is False as soon as one
-    side is False, ``a or b`` True as soon as one side is True, ``not`` keeps None.
+    Sound (a True or False holds whatever the unknowns are) but not complete: ``b or not b`` with ``b`` unknown
+    is None. :func:`eval_rule3` is exact.
     """
     if isinstance(tree, ast.Expression):
-        return eval_rule3(tree.body, state)
+        return eval_kleene(tree.body, state)
     if isinstance(tree, ast.Name):
         return state[tree.id]
     if isinstance(tree, ast.UnaryOp):
-        v = eval_rule3(tree.operand, state)
+        v = eval_kleene(tree.operand, state)
         return None if v is None else not v
     if isinstance(tree, ast.BoolOp):
-        values = [eval_rule3(v, state) for v in tree.values]
+        values = [eval_kleene(v, state) for v in tree.values]
         decisive = isinstance(tree.op, ast.Or)  # True decides an or, False decides an and
         if decisive in values:
             return decisive
         return None if None in values else not decisive
     raise ValueError(f"unsupported rule node {type(tree).__name__}")  # unreachable after parse_rule
+
+
+def all_true(state: Mapping[str, bool | None], names: Sequence[str]) -> bool | None:
+    """Kleene's AND over ``names`` (True for none)."""
+    values = [state[n] for n in names]
+    return False if False in values else (None if None in values else True)
+
+
+_MAX_UNKNOWN = 16
+
+
+def eval_rule3(tree: ast.AST, state: Mapping[str, bool | None]) -> bool | None:
+    """The value of a parsed rule whatever its unknowns are: True or False when every completion of the unknown
+    (None) names it uses gives that value, None when they disagree.
+
+    Exact by enumeration up to 16 unknown names (Kleene's logic, sound but weaker, beyond that).
+    """
+    unknown = [n for n in rule_names(tree) if state[n] is None]
+    if not unknown:
+        return eval_kleene(tree, state)
+    if len(unknown) > _MAX_UNKNOWN:
+        return eval_kleene(tree, state)
+    seen = set()
+    for combo in itertools.product((False, True), repeat=len(unknown)):
+        seen.add(bool(eval_kleene(tree, {**state, **dict(zip(unknown, combo))})))
+        if len(seen) > 1:
+            return None
+    return seen.pop()
 
 
 @dataclass

@@ -26,7 +26,6 @@ one or more seeds, :func:`evaluate`
 from __future__ import annotations
 
 import ast
-import fnmatch
 import itertools
 import math
 import re
@@ -35,11 +34,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from geode.claims.types import Learned, Threshold, eval_rule3, finite, parse_agg, parse_rule, rule_names
+from geode.claims.types import (
+    Learned,
+    Threshold,
+    all_true,
+    eval_kleene,
+    eval_rule3,
+    finite,
+    parse_agg,
+    parse_rule,
+    rule_names,
+)
 
 __all__ = ["DISCRIMINATION", "Evaluation", "Rules", "aggregate", "coverage", "evaluate"]
 
-DISCRIMINATION: tuple[str, ...] = ("discriminates", "does not discriminate", "no control")
+DISCRIMINATION: tuple[str, ...] = ("discriminates", "does not discriminate", "control unresolved", "no control")
+"""Whether a threshold's negative controls fail it: all shown to fail, one passes, one is neither (its interval
+contains the bound, or its metric is missing), or there is none."""
 _ORDER = ("not reproduced", "partial", "reproduced")
 _STANDARD_TUNED_KEYS = frozenset(
     {"method", "selected", "val_score", "trials", "grid", "budget", "extend", "axes", "edge", "seed"}
@@ -118,19 +129,6 @@ class Rules:
             raise ValueError(f"methods declared both tuned and untuned: {both}")
         if any(not isinstance(r, str) or not r.strip() for r in self.untuned.values()):
             raise ValueError("every untuned method needs a reason (why it has nothing to tune)")
-        known = self.arms
-        floor_names = {f.name for f in self.all_floors}
-        for t in (*self.thresholds, *self.floors):
-            unknown_arms = sorted(set(t.arms or ()) - known) if known else []
-            if unknown_arms:
-                raise ValueError(
-                    f"threshold {t.name!r} names arm(s) {unknown_arms} that are not declared (tuned, untuned, "
-                    f"learned or the method); declared: {sorted(known)}"
-                )
-        for t in self.thresholds:
-            missing = sorted(set(t.requires or ()) - floor_names)
-            if missing:
-                raise ValueError(f"threshold {t.name!r} requires {missing}, which are not floors")
         for f in self.floors:
             if f.ablation is not None or f.requires is not None:
                 raise ValueError(f"floor {f.name!r}: a floor takes neither an ablation nor requires")
@@ -140,6 +138,21 @@ class Rules:
                     f"floor {f.name!r} is on the paper's own method {on_method}: that is the claim, not its "
                     "validity (protocol v3, section 3); make it a verdict threshold or drop it"
                 )
+        covered = {*self.tuned, *self.untuned}
+        floor_names = {f.name for f in self.all_floors}
+        named = [("method", m) for m in self.method] + [("learned arm", a.arm) for a in self.learned]
+        named += [(f"threshold {t.name!r}", a) for t in (*self.thresholds, *self.floors) for a in t.arms or ()]
+        if covered or self.method:
+            loose = [f"{what} {arm!r}" for what, arm in named if arm not in covered]
+            if loose:
+                raise ValueError(
+                    f"every arm must be declared tuned (its tuning is checked) or untuned with a reason; not "
+                    f"declared: {', '.join(dict.fromkeys(loose))}"
+                )
+        for t in self.thresholds:
+            missing = sorted(set(t.requires or ()) - floor_names)
+            if missing:
+                raise ValueError(f"threshold {t.name!r} requires {missing}, which are not floors")
 
     @property
     def arms(self) -> set[str]:
@@ -164,9 +177,11 @@ class Rules:
         return [t for t in self.thresholds if t.name in head and t.ablation is not None]
 
     def required_floors(self, t: Threshold) -> list[str]:
-        """The floors comparison ``t`` needs: its ``requires``, else those whose arms meet its arms."""
+        """The floors comparison ``t`` needs: those whose arms meet its arms (a floor without arms is the bed's,
+        needed by all), or exactly its ``requires``; the learned floors of its arms in either case."""
+        learned = [f.name for a in self.learned for f in a.floors() if t.arms is None or a.arm in t.arms]
         if t.requires is not None:
-            return list(t.requires)
+            return list(dict.fromkeys([*t.requires, *learned]))
         out = []
         for f in self.all_floors:
             if t.arms is None or not f.arms or set(f.arms) & set(t.arms):
@@ -252,13 +267,11 @@ def aggregate(values: Sequence[float | None], threshold: Threshold) -> float | N
     harder for ``bound95`` and ``geobound95``.
     """
     kind, _ = parse_agg(threshold.agg)
-    if not values:
-        return None
-    if kind == "fraction":
-        return sum(threshold.holds(v) for v in values) / len(values)
     xs = [finite(v) for v in values]
-    if any(x is None for x in xs):
-        return None
+    if not xs or any(x is None for x in xs):
+        return None  # a missing or non-finite seed: undefined (the threshold is "missing", never passed)
+    if kind == "fraction":
+        return sum(threshold.holds(x) for x in xs) / len(xs)
     point, lo, hi = _combine([x for x in xs if x is not None], kind)
     if kind in ("bound95", "geobound95"):
         return lo if threshold.op in (">", ">=") else hi
@@ -315,66 +328,100 @@ def _axes(text: Any) -> dict[str, int] | None:
     return out
 
 
-def _matches(key: str, declared: str) -> bool:
-    """A tuned-table key against a declared method: equal, or matching its ``*``/``?`` pattern (``"*: GCN"``)."""
-    if any(ch in declared for ch in "*?["):
-        return fnmatch.fnmatchcase(key, declared)
-    return key == declared
+def _tag(key: str, declared: str) -> str | None:
+    """Which study a tuned-table key belongs to for a declared method: None when it does not match, "" for an
+    exact name, what the wildcards stand for in a pattern (``"cora"`` for ``"cora: GCN"`` under ``"*: GCN"``)."""
+    if not any(ch in declared for ch in "*?"):
+        return "" if key == declared else None
+    regex = "".join("(.*)" if ch == "*" else "(.)" if ch == "?" else re.escape(ch) for ch in declared)
+    m = re.fullmatch(regex, key)
+    return None if m is None else "|".join(m.groups())
 
 
-def coverage(rules: Rules, tuned: Sequence[Sequence[Mapping[str, Any]]]) -> dict[str, list[str]]:
+def coverage(
+    rules: Rules, tuned: Sequence[Sequence[Mapping[str, Any]] | None], seeds: Sequence[int] | None = None
+) -> dict[str, list[str]]:
     """For each declared tuned method, why its tuning fails the protocol in these runs (empty: it passes).
 
-    ``tuned`` holds each run's tuned table. A method fails when a run's table lacks it, when it shares no budget
-    with the other declared methods of its study (rows that share their other keys, e.g. ``K``), when a numeric
-    knob has fewer than 3 values, or when a selection is left on a grid's edge. A declared method may be a
-    pattern (``"*: GPR-GNN"``) that matches the keys of several studies (``"cora: GPR-GNN"``, ...). Each problem
-    is one line that counts the runs and studies it concerns.
+    ``tuned`` holds each run's tuned table (``seeds`` names the runs in the messages). Within a study (the rows
+    that share their other columns, e.g. ``K``, and, for a declared pattern such as ``"*: GCN"``, what its
+    wildcard stands for: ``"cora"``), a declared method fails when it is missing, when it had fewer
+    configurations than another declared method (``min(grid, budget)``: a baseline left with a smaller grid, the
+    spirit case), when it shares no budget with them, when a numeric knob has fewer than 3 values or the table
+    does not say (no ``axes``), or when a selection is left on a grid's edge. Each problem is one line that
+    counts the seeds and studies it concerns.
     """
-    missing: dict[str, list[int]] = {m: [] for m in rules.tuned}
-    knobs: dict[str, dict[str, int]] = {m: {} for m in rules.tuned}
+    names = [str(s) for s in seeds] if seeds is not None else [str(i) for i in range(len(tuned))]
+    problems: dict[str, dict[str, list[str]]] = {m: {} for m in rules.tuned}
     edges: dict[str, dict[str, int]] = {m: {} for m in rules.tuned}
     rows_seen: dict[str, int] = {m: 0 for m in rules.tuned}
-    unequal: dict[str, list[str]] = {m: [] for m in rules.tuned}
-    for i, table in enumerate(tuned):
-        rows = [r for r in table if isinstance(r, Mapping)]
-        studies: dict[tuple[tuple[str, str], ...], dict[str, set[tuple[Any, Any]]]] = {}
+
+    def note(m: str, what: str, detail: str) -> None:
+        problems[m].setdefault(what, [])
+        if detail not in problems[m][what]:
+            problems[m][what].append(detail)
+
+    for seed, table in zip(names, tuned):
+        rows = [r for r in table or [] if isinstance(r, Mapping)]
+        studies: dict[tuple[Any, ...], dict[str, list[Mapping[str, Any]]]] = {}
+        tags_of: dict[str, set[str]] = {m: set() for m in rules.tuned}
         for m in rules.tuned:
-            mine = [r for r in rows if _matches(str(r.get("method")), m)]
-            if not mine:
-                missing[m].append(i + 1)
-            for r in mine:
-                rows_seen[m] += 1
-                study = tuple(sorted((k, str(v)) for k, v in r.items() if k not in _STANDARD_TUNED_KEYS))
-                budget = (r.get("budget", r.get("trials")), r.get("extend", 0))
-                studies.setdefault(study, {}).setdefault(m, set()).add(budget)
-                for knob, n in (_axes(r.get("axes")) or {}).items():
-                    if n < 3:
-                        knobs[m][knob] = n
-                for knob in _edge_knobs(r.get("edge")):
-                    edges[m][knob] = edges[m].get(knob, 0) + 1
-        for budgets in studies.values():
-            # a method may sit in several tune() calls of one study; the declared ones must share a budget
+            for r in rows:
+                tag = _tag(str(r.get("method")), m)
+                if tag is None:
+                    continue
+                tags_of[m].add(tag)
+                cols = tuple(sorted((k, str(v)) for k, v in r.items() if k not in _STANDARD_TUNED_KEYS))
+                studies.setdefault((cols, tag), {}).setdefault(m, []).append(r)
+        all_tags = set().union(*tags_of.values()) - {""}
+        for m in rules.tuned:
+            if not tags_of[m]:
+                note(m, "not in the tuned table of seed(s)", seed)
+            elif any(ch in m for ch in "*?") and all_tags - tags_of[m]:
+                note(m, "missing from studies", f"{', '.join(sorted(all_tags - tags_of[m]))} (seed {seed})")
+        for (cols, tag), by_method in studies.items():
+            where = ", ".join(f"{k}={v}" for k, v in cols) + (f" {tag}" if tag else "")
+            sizes = {m: max(_configs(r) for r in rs) for m, rs in by_method.items()}
+            budgets = {
+                m: {(r.get("budget", r.get("trials")), r.get("extend", 0)) for r in rs} for m, rs in by_method.items()
+            }
             if len(budgets) > 1 and not set.intersection(*budgets.values()):
-                text = ", ".join(
-                    f"{m} " + "/".join(f"{b}+{e}" for b, e in sorted(v, key=str)) for m, v in budgets.items()
-                )
                 for m in budgets:
-                    unequal[m].append(f"run {i + 1}: {text}")
+                    note(m, "shares no budget with the other methods in", f"{where or 'the study'} (seed {seed})")
+            most = max(sizes.values())
+            for m, n in sizes.items():
+                if n < most:
+                    top = next(x for x, v in sizes.items() if v == most)
+                    note(m, "fewer configurations than the others", f"{n:g} vs {top} {most:g}")
+            for m, rs in by_method.items():
+                for r in rs:
+                    rows_seen[m] += 1
+                    axes = _axes(r.get("axes"))
+                    if axes is None:
+                        note(m, "knob values not recorded (a tuned row without axes)", f"seed {seed}")
+                    for knob, n in (axes or {}).items():
+                        if n < 3:
+                            note(m, "knobs with fewer than 3 values", f"{knob} ({n})")
+                    for knob in _edge_knobs(r.get("edge")):
+                        edges[m][knob] = edges[m].get(knob, 0) + 1
     out: dict[str, list[str]] = {}
     for m in rules.tuned:
-        problems = []
-        if missing[m]:
-            problems.append(f"not in the tuned table of run(s) {', '.join(map(str, missing[m]))}")
-        if unequal[m]:
-            problems.append(f"shares no budget with the other methods ({'; '.join(dict.fromkeys(unequal[m]))})")
-        if knobs[m]:
-            problems.append("knobs with fewer than 3 values: " + ", ".join(f"{k} ({n})" for k, n in knobs[m].items()))
+        lines = [f"{what}: {', '.join(details)}" for what, details in problems[m].items()]
         if edges[m]:
             where = ", ".join(f"{k} {n}x" for k, n in edges[m].items())
-            problems.append(f"selected on a grid edge in {rows_seen[m]} tuned row(s): {where}")
-        out[m] = problems
+            lines.append(f"selected on a grid edge in {rows_seen[m]} tuned row(s): {where}")
+        out[m] = lines
     return out
+
+
+def _configs(row: Mapping[str, Any]) -> float:
+    """The configurations a tuned row's method was given before any extension: min(grid, budget)."""
+    values = [finite(row.get(k)) for k in ("grid", "budget")]
+    known = [v for v in values if v is not None]
+    if known:
+        return min(known)
+    trials = finite(row.get("trials"))
+    return trials if trials is not None else 0.0
 
 
 def _edge_knobs(text: Any) -> list[str]:
@@ -490,7 +537,7 @@ def evaluate(
     tuned_tables = list(tuned) if tuned is not None else [None for _ in runs]
     if len(tuned_tables) != len(runs):
         raise ValueError("tuned must hold one table per run")
-    cov = coverage(rules, tuned_tables) if rules.tuned and tuned is not None else {}
+    cov = coverage(rules, tuned_tables, seeds) if rules.tuned and tuned is not None else {}
     cov_bad = {m: p for m, p in cov.items() if p}
 
     floors: dict[str, dict[str, Any]] = {}
@@ -527,31 +574,34 @@ def evaluate(
     rep = parse_rule(rules.reproduced, names, "reproduced") if rules.reproduced is not None else None
     part = parse_rule(rules.partial, names, "partial") if rules.partial is not None else None
     ablations = [f"{t.name}__ablation" for t in rules.ablations()]
-    verdicts, deciding = _decide(rules, rep, part, ablations, state)
     ev = Evaluation(verdict="inconclusive", checks=checks, coverage=cov, n_seeds=len(runs), min_seeds=rules.min_seeds)
     ev.seeds = list(seeds) if seeds is not None else list(range(len(runs)))
-    if len(verdicts) == 1:
-        ev.verdict = verdicts[0]
-    else:
-        ev.at_least = min(verdicts, key=_ORDER.index)
-        blocking = [w for n in deciding for w in why[n]]
-        if blocking and all(kind in _MORE_SEEDS_HELP for kind, _ in blocking):
-            ev.underpowered = list(dict.fromkeys(subject for kind, subject in blocking if kind == "unresolved"))
-            ev.underpowered += [f"floor {f}" for kind, f in blocking if kind == "floor unresolved"]
-        ev.reasons = _reasons(blocking)
-        if ev.at_least != "not reproduced":
-            ev.reasons.append(f"{ev.at_least} at least, whatever the unknowns are")
-
     if not single:
         ev.seed_verdicts = [
             evaluate(rules, [r], tuned=None if tb is None else [tb], single=True).verdict
             for r, tb in zip(runs, tuned_tables)
         ]
+    completions, deciding = _decide(rules, rep, part, ablations, state)
+    outcomes = {v: _agreed(v, ev.seed_verdicts, rules.agreement) for v in completions}
+    finals = sorted({o for o, _ in outcomes.values()}, key=lambda v: (_ORDER + ("inconclusive",)).index(v))
+    if len(finals) == 1:
+        ev.verdict = finals[0]
+        why = next(w for _, w in outcomes.values())
+        if why:
+            (ev.reasons if ev.verdict == "inconclusive" else ev.flags).append(why)
+    else:
+        ev.at_least = None if "inconclusive" in finals else finals[0]
+        blocking = [w for n in deciding for w in why[n]]
+        if blocking and all(kind in _MORE_SEEDS_HELP for kind, _ in blocking):
+            ev.underpowered = list(dict.fromkeys(subject for kind, subject in blocking if kind == "unresolved"))
+            ev.underpowered += [f"floor {f}" for kind, f in blocking if kind == "floor unresolved"]
+        ev.reasons = _reasons(blocking)
+        if ev.at_least not in (None, "not reproduced"):
+            ev.reasons.append(f"{ev.at_least} at least, whatever the unknowns are")
+    if not single:
         if len(runs) < rules.min_seeds:
             ev.reasons.append(f"{len(runs)} seed(s) ran; the verdict needs at least {rules.min_seeds}")
             ev.verdict, ev.underpowered, ev.at_least = "inconclusive", [], None
-        elif ev.verdict in ("reproduced", "partial"):
-            _agree(ev, rules.agreement)
         if ev.unstable:
             ev.flags.append("unstable: the seeds disagree (" + ", ".join(ev.seed_verdicts) + ")")
     _carry(ev, rules, rep, part, state)
@@ -592,14 +642,19 @@ def _check(t: Threshold, runs: list[Mapping[str, Any]], single: bool) -> dict[st
     controls = []
     for cm in t.controls:
         cj = _judge(t, [t.statistic(r, cm) for r in runs], single)
-        controls.append({"metric": cm, "measured": cj["measured"], "passes": cj["state"] == "passed"})
+        shown = cj["measured"]
+        if cj["interval"] is not None:  # a control must fail: show the bound on the easy side
+            shown = cj["interval"][1] if t.op in (">", ">=") else cj["interval"][0]
+        controls.append({"metric": cm, "state": cj["state"], "measured": shown, "passes": cj["state"] == "passed"})
     c["controls"] = controls
     if not controls:
         c["discrimination"] = "no control"
     elif any(x["passes"] for x in controls):
         c["discrimination"] = "does not discriminate"
-    else:
+    elif all(x["state"] == "failed" for x in controls):
         c["discrimination"] = "discriminates"
+    else:
+        c["discrimination"] = "control unresolved"
     return c
 
 
@@ -618,6 +673,20 @@ def _verdict_of(
     return "not reproduced"
 
 
+def _kleene_verdict(
+    names: list[str], rep: ast.AST | None, part: ast.AST | None, ablations: list[str], s: Mapping[str, bool | None]
+) -> str | None:
+    """The verdict when Kleene logic decides it whatever the unknowns are, else None."""
+    rep_v = all_true(s, names) if rep is None else eval_kleene(rep, s)
+    abl_v = all_true(s, ablations)
+    part_v = False if part is None else eval_kleene(part, s)
+    if rep_v is True:
+        return {True: "reproduced", False: "partial", None: None}[abl_v]
+    if rep_v is False:
+        return {True: "partial", False: "not reproduced", None: None}[part_v]
+    return None
+
+
 def _decide(
     rules: Rules, rep: ast.AST | None, part: ast.AST | None, ablations: list[str], state: dict[str, bool | None]
 ) -> tuple[list[str], list[str]]:
@@ -632,8 +701,9 @@ def _decide(
     base = {n: base.get(n, False) for n in state}
     if not unknown:
         return [_verdict_of(names, rep, part, ablations, base)], []
-    if len(unknown) > _MAX_ENUMERATED:
-        return ["not reproduced", "reproduced"], unknown
+    if len(unknown) > _MAX_ENUMERATED:  # too many to enumerate: Kleene logic, sound but it may leave more open
+        decided = _kleene_verdict(names, rep, part, ablations, state)
+        return ([decided], []) if decided else (list(_ORDER), unknown)
     results: dict[tuple[bool, ...], str] = {}
     for combo in itertools.product((False, True), repeat=len(unknown)):
         results[combo] = _verdict_of(names, rep, part, ablations, {**base, **dict(zip(unknown, combo))})
@@ -645,23 +715,43 @@ def _decide(
     return verdicts, deciding
 
 
-def _agree(ev: Evaluation, agreement: float) -> None:
-    """Demote a verdict that fewer than k = ceil(agreement * n) seeds read on their own."""
-    n = len(ev.seed_verdicts)
+def _agreed(verdict: str, seed_verdicts: list[str], agreement: float) -> tuple[str, str]:
+    """The verdict once the seeds must agree, and why it changed ("" when it did not).
+
+    ``reproduced`` needs k = ceil(agreement * n) seeds to read ``reproduced`` on their own, ``partial`` k seeds to
+    read ``partial`` or better. A shortfall that seeds inconclusive on their own could fill makes the verdict
+    ``inconclusive`` (a floor failed in those seeds: no comparison, not a negative result); otherwise the verdict
+    is demoted.
+    """
+    n = len(seed_verdicts)
+    if not n or verdict not in ("reproduced", "partial"):
+        return verdict, ""
     k = math.ceil(agreement * n - 1e-9)
-    n_rep = sum(v == "reproduced" for v in ev.seed_verdicts)
-    n_part = sum(v in ("reproduced", "partial") for v in ev.seed_verdicts)
-    before = ev.verdict
-    if ev.verdict == "reproduced" and n_rep < k:
-        ev.verdict = "partial" if n_part >= k else "not reproduced"
-    elif ev.verdict == "partial" and n_part < k:
-        ev.verdict = "not reproduced"
-    if ev.verdict != before:
-        ev.flags.append(
-            f"the seeds do not agree: {before} over all seeds, but only {n_rep if before == 'reproduced' else n_part} "
-            f"of {n} seeds read {before}{' or better' if before == 'partial' else ''} on their own (needs {k}): "
-            f"{ev.verdict}"
+    n_rep = sum(v == "reproduced" for v in seed_verdicts)
+    n_part = sum(v in ("reproduced", "partial") for v in seed_verdicts)
+    n_inc = sum(v == "inconclusive" for v in seed_verdicts)
+    wanted = verdict
+    if verdict == "reproduced":
+        if n_rep >= k:
+            return verdict, ""
+        if n_rep + n_inc >= k:
+            return "inconclusive", (
+                f"reproduced over all seeds, but only {n_rep} of {n} seeds read it on their own (needs {k}) and "
+                f"{n_inc} cannot be judged on their own"
+            )
+        verdict = "partial"
+    if n_part >= k:
+        why = f"{n_rep} of {n} seeds read reproduced on their own (needs {k})" if wanted != verdict else ""
+        return verdict, (f"the seeds do not agree: {wanted} over all seeds, but {why}: partial" if why else "")
+    if n_part + n_inc >= k:
+        return "inconclusive", (
+            f"{wanted} over all seeds, but only {n_part} of {n} seeds read partial or better on their own (needs "
+            f"{k}) and {n_inc} cannot be judged on their own"
         )
+    return "not reproduced", (
+        f"the seeds do not agree: {wanted} over all seeds, but only {n_part} of {n} seeds read partial or better "
+        f"on their own (needs {k}): not reproduced"
+    )
 
 
 def _carry(ev: Evaluation, rules: Rules, rep: ast.AST | None, part: ast.AST | None, state: dict[str, Any]) -> None:
@@ -680,6 +770,9 @@ def _carry(ev: Evaluation, rules: Rules, rep: ast.AST | None, part: ast.AST | No
             )
         elif c["discrimination"] == "no control":
             ev.flags.append(f"the verdict rests on '{n}', which no negative control tests")
+        elif c["discrimination"] == "control unresolved":
+            open_ = [f"{x['metric']} ({x['state']})" for x in c["controls"] if x["state"] != "failed"]
+            ev.flags.append(f"the verdict rests on '{n}', whose control is not shown to fail it: {', '.join(open_)}")
         if c["interval"] is None and parse_agg(c["agg"])[0] in ("mean", "geomean", "median") and ev.n_seeds > 1:
             ev.flags.append(f"the verdict rests on '{n}', a point statistic ({c['agg']}) with no interval")
     lost = [c["name"] for c in by_name.values() if c["ablation"] and c["ablation"]["effective"] == "failed"]

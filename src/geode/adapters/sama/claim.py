@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from geode.claims import Outcome, Threshold, register, tune
+from geode.claims import Outcome, Threshold, device_for, register, tune
 
 _MODES: dict[str, dict[str, Any]] = {
     "smoke": dict(d=32, r=4, steps=60, lrs=[1e-2, 3e-2]),
@@ -251,7 +251,7 @@ def run(mode: str, seed: int) -> Outcome:
     t0 = time.perf_counter()
     cfg = _MODES[mode]
     d, r, steps = cfg["d"], cfg["r"], cfg["steps"]
-    device = torch.device("cuda" if mode == "full" and torch.cuda.is_available() else "cpu")
+    device = torch.device(device_for(mode))
     gen = torch.Generator().manual_seed(10_000 + seed)
     targets = {s: {split: _target(d, r, s, gen, device) for split in ("val", "test")} for s in SPECTRA}
     init_seed, replicate_seed = 100 + seed, 200 + seed

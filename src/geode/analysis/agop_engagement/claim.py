@@ -207,6 +207,7 @@ def _n_peaks(e: np.ndarray) -> int:
     method="engagement",
     tuned=("probe @ blocks.0", "probe @ blocks.1", "shuffled @ blocks.0", "shuffled @ blocks.1"),
     untuned={
+        "engagement": "the paper's measure (AGOP engagement of the probe's subspace): nothing to tune",
         "random direction": "no hyper-parameter: a fixed random direction under the same AGOP",
         "gradient norm": "no hyper-parameter: the AGOP trace",
     },

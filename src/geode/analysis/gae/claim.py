@@ -268,6 +268,7 @@ def _verdict(m: dict[str, float], prefix: str) -> str:
     method=("gae_theory", "law"),
     tuned=("gae_theory", "refit", "finetune"),
     untuned={
+        "law": "the paper's law: a prediction measured on the trained arms, nothing to tune",
         "unadapted": "no hyper-parameter: the ID dictionary as it is, no adaptation",
         "meanshift": "no hyper-parameter: closed-form re-centring on the OOD mean",
     },

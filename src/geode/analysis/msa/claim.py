@@ -161,6 +161,7 @@ _MEASURES = ("msa", "msa_samples", "cka", "rsa", "procrustes")
     revision=2,
     method="MSA",
     untuned={
+        "MSA": "not tuned: its ridge is fixed at 1e-6 (the default); the compared measures have no knob either",
         "CKA": "no hyper-parameter: 1 - linear CKA, closed form",
         "RSA": "no hyper-parameter: 1 - Spearman of Euclidean RDMs, closed form",
         "Procrustes": "no hyper-parameter: Procrustes angular distance, closed form",

@@ -254,6 +254,7 @@ def _side_drift(data: Any, activation: str, lr: float, hidden: tuple[int, ...], 
         "(sparsity) q60",
         "(sparsity) q90",
     ),
+    untuned={"law": "the paper's law: a prediction measured on the trained arms, nothing to tune"},
 )
 def run(mode: str, seed: int) -> Outcome:
     from geode.analysis.weight_drift.experiment import digits_splits, train_net

@@ -326,6 +326,7 @@ def _figure(ts: np.ndarray, profiles: dict[str, dict[float, dict[str, Any]]]) ->
     partial="slope_circle",
     method="law",
     untuned={
+        "law": "the paper's bound, evaluated in closed form and by quadrature: nothing to tune",
         "ambient bound": "no parameter (closed form, Cov replaced by (diam/2)^2 I)",
         "off-tube Jacobian": "no parameter (the exact Jacobian at the manifold's centre)",
     },

@@ -205,6 +205,7 @@ def _figure(Ts: tuple[int, ...], r2: dict[int, dict[str, dict[str, np.ndarray]]]
     partial="(window and double_dipping) or (window and rough_hurts) or (double_dipping and rough_hurts)",
     method="law",
     untuned={
+        "law": "the paper's law: a prediction measured on the trained arms, nothing to tune",
         "raw": _SAME_RIDGE,
         "indep": _SAME_RIDGE,
         "same": _SAME_RIDGE,

@@ -234,7 +234,11 @@ def _figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
     ),
     reproduced="rr_gt_clap and clap_gt_static and static_gt_profiled and profiled_2x and gap_grows",
     partial="clap_gt_static",
-    method=("CHoRD-static", "CHoRD-profiled"),
+    method=(
+        "CHoRD-static (C=4, B_l/4, tile 64)",
+        "CHoRD-profiled (C=4, B_l/4, tile 64)",
+        "CHoRD-profiled (C=8, B_l/4, tile 64)",
+    ),
     tuned=(
         "CLAP (C=4, B_l/4, tile 64)",
         "CHoRD-static (C=4, B_l/4, tile 64)",

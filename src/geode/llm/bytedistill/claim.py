@@ -86,7 +86,7 @@ from typing import Any
 
 import numpy as np
 
-from geode.claims import Outcome, Threshold, register, tune
+from geode.claims import Outcome, Threshold, device_for, register, tune
 
 _MODES: dict[str, dict[str, Any]] = {
     "smoke": dict(
@@ -225,9 +225,8 @@ def run(mode: str, seed: int) -> Outcome:
     train = pairs[cfg["n_test"] + cfg["n_val"] :]
     student_pool = train[: cfg["n_student"]]
     texts = [prompt_text(int(a), int(b)) + answer_text(int(a), int(b)) for a, b in train]
-    import torch
 
-    device = "cuda" if cfg.get("smollm2") and torch.cuda.is_available() else "cpu"
+    device = device_for(mode)  # CUDA only in full mode (SmolLM2-135M), when present
     v_t, v_s = cfg["vocab"]
     s_side = Side.from_tokenizer(train_bpe(texts[::-1], v_s, kind="prompt"))
 

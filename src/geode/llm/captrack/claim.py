@@ -158,6 +158,7 @@ METHODS = ("sft", "dpo")
     partial="sft_drifts_more",
     method="CapTrack",
     tuned=("sft", "dpo"),
+    untuned={"CapTrack": "the paper's measurement suite (drift on capability probes): nothing to tune"},
     key_metric="sft_minus_dpo_nonknowledge_drift",
 )
 def run(mode: str, seed: int) -> Outcome:

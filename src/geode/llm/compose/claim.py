@@ -73,7 +73,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from geode.claims import Outcome, Threshold, register, tune
+from geode.claims import Outcome, Threshold, device_for, register, tune
 
 _UNI_QUICK = dict(n_topics=16, n_concepts=24, length=6, papers_per_step=16, n_symbols=20, n_theorems=120)
 _BASE = dict(paper_dim=32, formal_dim=24, claim_dim=32, hard=15, struct_dim=32, d_model=64, n_layers=2)
@@ -182,12 +182,11 @@ _NAMES = {
     revision=2,
 )
 def run(mode: str, seed: int) -> Outcome:
-    import torch
 
     from geode.llm.compose.experiment import evaluate_model, nn_retrieval, prepare, train_variant
 
     cfg = dict(_MODES[mode])
-    cfg["device"] = "cuda" if (mode == "full" and torch.cuda.is_available()) else "cpu"
+    cfg["device"] = device_for(mode)
     t0 = time.perf_counter()
     prep = prepare(cfg, seed)
     dev = cfg["device"]

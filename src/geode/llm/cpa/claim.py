@@ -116,7 +116,7 @@ from typing import Any
 
 import numpy as np
 
-from geode.claims import Outcome, Threshold, register, tune
+from geode.claims import Outcome, Threshold, device_for, register, tune
 
 _MODES: dict[str, dict[str, Any]] = {
     "smoke": dict(
@@ -172,8 +172,7 @@ COLLAPSE_DROP = 0.10
 AUTHORS_COEF = 1e-3
 
 
-def _build(cfg: dict[str, Any], seed: int) -> tuple[Any, Any, int]:
-    import torch
+def _build(cfg: dict[str, Any], seed: int, device: str = "cpu") -> tuple[Any, Any, int]:
 
     from geode.models.tasks import SPECIAL_TOKENS, Reversal, TokenMappedTask
 
@@ -184,8 +183,7 @@ def _build(cfg: dict[str, Any], seed: int) -> tuple[Any, Any, int]:
         model, tok = load_smollm2()
         tmap = tokenizer_token_map(tok, base_task.vocab_size)
         task = TokenMappedTask(base_task, tmap)
-        if torch.cuda.is_available():
-            model = model.cuda()
+        model = model.to(device)
         return model.float().train(), task, int(tmap[SPECIAL_TOKENS["EOS"]])
     from geode.models import build_tiny_lm
 
@@ -302,7 +300,7 @@ def run(mode: str, seed: int) -> Outcome:
 
     cfg = _MODES[mode]
     t0 = time.perf_counter()
-    base, task, eos = _build(cfg, seed)
+    base, task, eos = _build(cfg, seed, device_for(mode))
     device = next(base.parameters()).device
     pre_steps, pre_reward = pretrain_to_reward(base, task, seed=seed, **cfg["pretrain"])
     base.eval()

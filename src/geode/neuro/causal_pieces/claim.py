@@ -173,6 +173,7 @@ def _euler_check(seed: int, n_samples: int, dts: tuple[float, ...]) -> tuple[lis
     method="law",
     tuned=("release recipe",),
     untuned={
+        "law": "the paper's law: a prediction measured on the trained arms, nothing to tune",
         "shuffled piece counts": "no hyper-parameter: a permutation of the piece counts (random predictor)",
         "untrained networks": "no hyper-parameter: the networks at initialisation",
     },

@@ -472,6 +472,8 @@ def _figures(id_rows: list[dict[str, Any]], decay: dict, rich: dict) -> dict[str
     partial="id or accuracy or (debias_hi and debias_lo)",
     method=("ot", "richardson"),
     untuned={
+        "ot": "no hyper-parameter: the paper's estimator of the intrinsic dimension from OT sampling errors",
+        "richardson": "no hyper-parameter: Richardson extrapolation with the paper's rate",
         "plug-in W2": "no hyper-parameter (exact OT, POT emd)",
         "two-sample OT": "no hyper-parameter (exact OT between the sample and an independent n-sample)",
         "TwoNN": "no hyper-parameter selected on data (the usual fixed discard of the top 10% of ratios)",

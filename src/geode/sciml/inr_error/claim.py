@@ -378,6 +378,7 @@ def _figures(curves: list[dict[str, Any]], authors: list[dict[str, Any]], maps: 
     revision=2,
     method=("authors' predictor", "worst-case bound"),
     untuned={
+        "worst-case bound": "no hyper-parameter: the paper's closed-form bound",
         "authors' predictor": "c fixed by the release's covering rule on the calibration signals (fixed by the "
         "paper); the equally tuned c is reported beside (tuned_* metrics), not judged",
         "raw difference": "no hyper-parameter: d_k, no scaling, no calibration",

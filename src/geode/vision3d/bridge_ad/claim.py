@@ -59,7 +59,7 @@ from typing import Any
 
 import numpy as np
 
-from geode.claims import Outcome, Threshold, register, tune
+from geode.claims import Outcome, Threshold, device_for, register, tune
 
 _MODES: dict[str, dict[str, Any]] = {
     "smoke": dict(n_src=64, n_tgt=64, n_val=32, n_test=64, steps=6, batch=16, lrs=[1e-3], ws=[0.3]),
@@ -90,7 +90,7 @@ _NAMES = {
 def _device(mode: str) -> Any:
     import torch
 
-    return torch.device("cuda" if mode == "full" and torch.cuda.is_available() else "cpu")
+    return torch.device(device_for(mode))
 
 
 def _tensors(d: dict[str, np.ndarray], dev: Any) -> dict[str, Any]:

@@ -68,7 +68,7 @@ from typing import Any
 
 import numpy as np
 
-from geode.claims import Outcome, Threshold, register, tune
+from geode.claims import Outcome, Threshold, device_for, register, tune
 
 _MODES: dict[str, dict[str, Any]] = {
     "smoke": dict(
@@ -115,7 +115,7 @@ _NAMES = {
 def _device(mode: str) -> Any:
     import torch
 
-    return torch.device("cuda" if mode == "full" and torch.cuda.is_available() else "cpu")
+    return torch.device(device_for(mode))
 
 
 def _data(seed: int, cfg: dict[str, Any]) -> dict[str, Any]:
