@@ -99,5 +99,7 @@ def test_a_tie_with_an_interior_value_is_not_an_edge():
 
     flat = tune(lambda m, p: 1.0, {"a": {"lr": [1e-3, 1e-2, 1e-1]}})
     assert flat.params("a") == {"lr": 1e-3} and flat.best["a"].edges == []
+    noisy = tune(lambda m, p: 0.968 + 1e-9 * (p["lr"] == 1e-1), {"a": {"lr": [1e-3, 1e-2, 1e-1]}})
+    assert noisy.params("a") == {"lr": 1e-1} and noisy.best["a"].edges == []  # float noise is a tie
     sloped = tune(lambda m, p: -p["lr"], {"a": {"lr": [1e-3, 1e-2, 1e-1]}})
     assert sloped.best["a"].edges and "lower edge" in sloped.best["a"].edges[0]

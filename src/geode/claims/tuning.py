@@ -154,6 +154,11 @@ def _beyond(values: list[float], upper: bool, limit: tuple[float, float] | None)
     return None if new == b else new
 
 
+def _tied(x: float, y: float) -> bool:
+    """Scores equal up to float noise (relative 1e-6): a flat optimum, not a preference."""
+    return math.isfinite(x) and math.isfinite(y) and math.isclose(x, y, rel_tol=1e-6, abs_tol=1e-12)
+
+
 def _better(x: float, y: float, maximize: bool) -> bool:
     return x > y if maximize else x < y
 
@@ -195,8 +200,8 @@ def tune(
     Every numeric axis with two or more values is checked for a selection on its edge (an axis of two
     values has no interior, so its selection is always flagged unless it sits at a ``limits`` bound);
     only axes with at least 3 values are extended, so adding the flag did not change any selection. A
-    selection on an edge is not flagged when a configuration with an interior value of that knob scored
-    exactly as well (a flat optimum: the first of the tied configurations is kept).
+    selection on an edge is not flagged when a configuration with an interior value of that knob scored as
+    well up to float noise (relative 1e-6: a flat optimum; the first of the tied configurations is kept).
     seed : int
         Seed of the subsampling.
 
@@ -270,7 +275,7 @@ def tune(
             n_values = len(_axis_values(tried, key))
             if n_values >= 2:
                 axes[key] = n_values
-        ties = [t["params"] for t in trials if t["method"] == method and t["score"] == top[0]]
+        ties = [t["params"] for t in trials if t["method"] == method and _tied(t["score"], top[0])]
         for key, v in top[1].items():
             axis = _axis_values(tried, key)
             if len(axis) < 2 or not _numeric(v) or v not in (axis[0], axis[-1]):
