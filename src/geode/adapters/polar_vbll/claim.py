@@ -26,6 +26,11 @@ rank PoLAR minus LoRA +0.23 (bound +0.03: passes). Temperature-scaled LoRA-MAP m
 (0.058 vs 0.066) and is worse OOD (margin +0.059). Tuned PoLAR-VBLL selects lr 0.03 (the old fixed 3e-3 was
 its grid's lower end) and reaches train accuracy 0.97, ||dW|| 4.3. Quick mode costs ~2.7-2.9 CPU-minutes per
 seed (28 adapter trainings), over the 1.5-minute budget.
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive**
+(the v2 harness read not reproduced on the same runs): unresolved: ece_id, nll_id, srank; not tuned by the
+protocol: polar-vbll, lora-map, polar-map, lora-vbll. No idea ablation or learned-arm reference is declared yet
+(protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

@@ -38,6 +38,10 @@ against LoRA 8.0 (ratio 7.56-7.58; controls: LoRA replicate 1.00, one-block SaMA
 than SaMA on the flat target (0.889-0.891, effective rank ~102; its learning rate sat at the grid's upper
 edge), and SaMA is far worse than LoRA on power-law (0.587 vs 0.259) and exact rank-8 targets (0.784 vs
 5e-4): the structure trades the top of the spectrum for breadth, as the notes expected.
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **reproduced**
+(the v2 harness read reproduced on the same runs). No idea ablation or learned-arm reference is declared yet
+(protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

@@ -54,6 +54,11 @@ the extension budget was spent) and 3e-3: the selection prefers barely moving th
 CPU time 70-75 s per seed (wall 160-170 s under contention). Run 1's verdict is above; the next step a
 rework should take is a world in which few-shot adaptation helps (zero-shot far below the few-shot
 ceiling, e.g. novel glyphs the text encoder never saw), fixed before its first run.
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive**
+(the v2 harness read inconclusive on the same runs): floor failed: adaptation_learns; not tuned by the protocol:
+sd-lora, clip-lora. No idea ablation or learned-arm reference is declared yet (protocol v3; the rework issues
+45-50).
 """
 
 from __future__ import annotations

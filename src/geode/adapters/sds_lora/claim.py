@@ -55,6 +55,10 @@ revision 1, so ``b_all_seeds`` fails. The noise floor (LoRA minus LoRA re-seeded
 the adaptation comparison is as noisy as its effect. Against tuned DoRA the dual-branch margin is +0.02,
 -0.62, -0.15. All controls fail their thresholds and all floors hold. Quick mode costs 128-138 CPU-s per
 seed (over the 90-s budget: 16-17 adapter trainings per seed).
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **partial** (the
+v2 harness read partial on the same runs). No idea ablation or learned-arm reference is declared yet (protocol v3;
+the rework issues 45-50).
 """
 
 from __future__ import annotations

@@ -83,6 +83,10 @@ The issue's 5 seeds (seeds 3 and 4 run after, same rules, ``--seeds 5``): still 
 5 of 5 (leads 5, 0, 0, 0, 2 checkpoints) and the shuffled control passes it in 4 of 5 (does not
 discriminate). The probe-accuracy baseline correlates about as well as E (rho +0.18, +0.10, +0.28,
 +0.54, +0.35); E has 1, 3, 1, 2, 1 peaks.
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **not
+reproduced** (the v2 harness read not reproduced on the same runs). No idea ablation or learned-arm reference is
+declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

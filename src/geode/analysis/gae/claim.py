@@ -56,6 +56,10 @@ Floors: the ID dictionary is trained (ID FVU <= 0.35), the 60-degree rotation hu
 Inferred for this check: the test bed (synthetic sparse features in superposition, the shift kinds and
 sizes), FVU as the faithfulness metric (the paper's causal faithfulness needs an LM), the validation split
 (20 % of the OOD sample at the tuning shift), and retraining only at 60 degrees (cost).
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **not
+reproduced** (the v2 harness read not reproduced on the same runs). No idea ablation or learned-arm reference is
+declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

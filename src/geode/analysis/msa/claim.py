@@ -36,6 +36,10 @@ CKA 0.93-1.35 (17-50 %), RSA 1.08-1.41 (50-67 %), Procrustes 1.58-1.65 (83-100 %
 Revision 1's verdict (quick, 1 seed): **partial**: between/within ratios MSA 4.13 vs CKA 6.67 and RSA 8.32,
 1-NN 100 % for every measure; the warp kept CKA at 0.98 while MSA moved (1 - exp(-d) >= 0.5); invariance
 to 1e-12. Revision 1's metrics on the extreme regimes are still reported (``ratio_msa_over_cka_extremes``).
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **partial** (the
+v2 harness read partial on the same runs). No idea ablation or learned-arm reference is declared yet (protocol v3;
+the rework issues 45-50).
 """
 
 from __future__ import annotations

@@ -82,6 +82,10 @@ to 1e-7, no selected run diverged; 55-60 CPU-seconds per seed with the spike stu
   Validation loss: ReLU 2.447/2.447/2.453, GELU 2.442/2.432/2.448, ReLU² 2.423/2.429/2.430, GELU²
   2.425/2.427/2.430: the squared activations beat the plain ones by ~0.02 nats at this scale; GELU² is not
   better than ReLU².
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **not
+reproduced** (the v2 harness read not reproduced on the same runs). No idea ablation or learned-arm reference is
+declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

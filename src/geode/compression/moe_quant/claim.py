@@ -61,6 +61,11 @@ Per seed (0, 1, 2):
   perplexity does not follow at this scale;
 - combined vs plain QAT 1.0001, 0.9993, 1.0014 (fails).
 Tuning: the no-replay QAT chose lr 3.3e-4 in seed 0, at the lower edge after the one extension.
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **reproduced**
+(the v2 harness read reproduced on the same runs). Fresh seeds 10-12 (never used before): **inconclusive (floor
+mxfp4_hurts failed in seeds 10 and 12; noreplay selected on a grid edge); per seed inconclusive / not reproduced /
+inconclusive**. No idea ablation or learned-arm reference is declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

@@ -69,6 +69,10 @@ unchanged by the rerun): the DP on the final-sample error of each single truncat
 propagation along the trajectory, reaches FD ratio 0.39, 0.46, 0.09 to uniform (PSNR vs full 21.8-22.6 dB
 against uniform's 12.6-15.8) at 69% MACs, passing in every seed. The DP machinery works; the step-local
 LRAE of the paper's definition is what fails on this denoiser. Per seed CPU time with it: 61-67 s.
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **partial** (the
+v2 harness read partial on the same runs). No idea ablation or learned-arm reference is declared yet (protocol v3;
+the rework issues 45-50).
 """
 
 from __future__ import annotations

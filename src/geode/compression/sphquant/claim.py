@@ -31,6 +31,10 @@ summed output error by ~38% and the perplexity by ~1%; the random-codebook contr
 4-4.4x lower than GPTQ's and 6x lower than RTN's: the paper's mechanism shows where outliers exist, but the
 small LM trained here has none to speak of. The codebook (1024 x 8 fp16) is 0.44 bits per weight at this
 model size, not counted in the budget (as in the paper).
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **not
+reproduced** (the v2 harness read not reproduced on the same runs). No idea ablation or learned-arm reference is
+declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

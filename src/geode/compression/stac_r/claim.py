@@ -37,6 +37,10 @@ a higher cosine here (0.987-0.992) than the tracked basis: one subspace iteratio
 per-batch subspace at this scale. Both methods selected lr = 1e-3 in every seed; a first run without
 extension had it on the grid's lower edge, the final run (``extend=1``) tried 3.3e-4 and kept 1e-3 (an
 interior choice now), with the same numbers.
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **not
+reproduced** (the v2 harness read not reproduced on the same runs). No idea ablation or learned-arm reference is
+declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

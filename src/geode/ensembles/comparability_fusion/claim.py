@@ -38,6 +38,10 @@ and on breast cancer). Control for each: the same pipeline with random rectifier
 projected onto the gauge). Floors (every seed): the synthetic linear pool is distorted (mean + global TS
 has >= 1.5x the KL of per-oracle TS + mean + global TS, so there is a bias to remove), and every real oracle
 is trained (test accuracy >= 0.7 on each data set).
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **not
+reproduced** (the v2 harness read not reproduced on the same runs). No idea ablation or learned-arm reference is
+declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

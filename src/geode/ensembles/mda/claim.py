@@ -55,6 +55,11 @@ repeated once. First run: **not reproduced** (not reproduced / partial / not rep
 K=4 -8.0, -10.5, -3.8, at K=8 -0.8, +6.1, -3.8), with MDA's lambda capped at the edge 1.0. The verdict
 therefore depends on tuning the aligned merge's scale past 1; the param-only reading was best at both K in
 every seed of both runs.
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive**
+(the v2 harness read reproduced on the same runs): not tuned by the protocol: mda, ta, ada. Fresh seeds 10-12
+(never used before): **inconclusive (mda, ta and ada not tuned by the protocol)**. No idea ablation or learned-arm
+reference is declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

@@ -45,6 +45,10 @@ and no method collapses.
 Tuning: on seed 0, SafeCut, naive exchange and the shuffled control selected the extended edge (lr 9e-3,
 flagged in the notes). The verdict does not hinge on it: beats_confidence fails on seeds 1 and 2, where the
 selections of SafeCut and confidence gating are interior.
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive**
+(the v2 harness read partial on the same runs): not tuned by the protocol: SafeCut, naive exchange. No idea
+ablation or learned-arm reference is declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

@@ -33,6 +33,11 @@ FedAvg re-run with another client-sampling seed moves its worst client by +21.2,
 (mean +1.3, bound -9.7: it fails the bound, so the threshold discriminates). CRAFT's direction norm per group
 and round: median 1.09, 99th percentile 2.5, max 5.0 (no cap). Revision 1's +22 pt came from the untuned FedAvg
 (server lr 1) and is within the worst-client metric's sampling noise.
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive
+(underpowered: worst_up_5pt)** (the v2 harness read not reproduced on the same runs): unresolved: worst_up_5pt.
+With the seeds the harness added while the verdict was underpowered (seeds 0, 1, 2, 3, 4): **not reproduced**. No
+idea ablation or learned-arm reference is declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

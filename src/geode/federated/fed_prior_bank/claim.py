@@ -40,6 +40,11 @@ phrase control loses 7-60 points (fails every threshold: they discriminate). Sen
 family means: the 1-shot gain over ProtoNet becomes +10.0, -7.8, +6.2 and the 5-shot gain +15.8, +5.2, +9.7,
 so "larger at 1-shot" flips there (as the audit found). Quick mode costs ~2-2.5 CPU-minutes per seed (over
 the 1.5-minute budget): DC as published dominates it.
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive**
+(the v2 harness read partial on the same runs): unresolved: beats_protonet_2pt, beats_matched; not tuned by the
+protocol: MAP-feature; partial at least, whatever the unknowns are. No idea ablation or learned-arm reference is
+declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

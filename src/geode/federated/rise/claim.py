@@ -31,6 +31,11 @@ rank +0.04, -0.02, -0.01 (bound -0.05, not > 0); RISE re-run vs RISE +2.8, -0.6,
 resolve small effects. Every selection of RISE sat at the smallest weight of its grid (0.3 for both
 losses; the one-step extension lowered only lambda_b): on this task the regularisers, as reconstructed,
 act as a handicap rather than a prior. FedDecorr's beta and ProtoKD's lambda also went to small values.
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive**
+(the v2 harness read not reproduced on the same runs): unresolved: mrga_ablation_loses; not tuned by the protocol:
+RISE, ProtoKD, FedDecorr. No idea ablation or learned-arm reference is declared yet (protocol v3; the rework issues
+45-50).
 """
 
 from __future__ import annotations

@@ -35,6 +35,10 @@ Verdict (quick mode, 3 seeds, set-up unchanged after the first run): ``partial``
 4.62x, 3.83x, 6.81x, mode weight within 0.04, moment matching better than ADA on x1 (MM/ADA 0.44-0.73); numbers
 in the package's docstring. Only a non-result change was made after the first seed (a ``no_grad`` around the
 invertibility floor to silence a warning).
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive**
+(the v2 harness read partial on the same runs): not tuned by the protocol: ADA, moment matching. No idea ablation
+or learned-arm reference is declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

@@ -33,6 +33,10 @@ Verdict (quick mode, 3 seeds, set-up unchanged after the first run): ``inconclus
 on seeds 1 and 2 (vanilla p_class 0.52 for class 1, 0.73 for class 2; 0.86 for class 0). Seed 0 alone is
 ``partial``. Numbers in the package's docstring. The only change after the first run is a ``detach`` before a
 ``float`` in the history log (a warning, no effect on results).
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive**
+(the v2 harness read inconclusive on the same runs): floor failed: creator_ok; not tuned by the protocol: CAMEL,
+novelty-only. No idea ablation or learned-arm reference is declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

@@ -55,6 +55,10 @@ report says that the tangential condition is the fragile one.
 Inferred details: see :mod:`geode.generative.fm_tube_lipschitz.diagnostics` (time convention, uniform area
 density, tube = half the reach, quadrature) plus the choices above (manifolds, dimensions, the sigma and time
 grids, points per time).
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **reproduced**
+(the v2 harness read reproduced on the same runs). Fresh seeds 10-12 (never used before): **reproduced**. No idea
+ablation or learned-arm reference is declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

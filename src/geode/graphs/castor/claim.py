@@ -61,6 +61,11 @@ beats its beta = 0 ablation by +1.1 / +5.2 / +5.1 points on average and by 6-11 
 Castor's tuning picked the smallest hop count (2) on most graphs, an edge of the grid. The paper's own
 protocol (10 splits of 48/32/20 on the real graphs, a large search, 1000 epochs) is what ``full`` mode
 approaches; quick mode's budget is the likeliest reason a 14-baseline average rank of 2.07 is not seen.
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive**
+(the v2 harness read inconclusive on the same runs): floor failed: baselines_valid; not tuned by the protocol: *:
+Castor, *: MLP, *: GCN, *: APPNP, *: GPR-GNN, *: ACM-GCN. No idea ablation or learned-arm reference is declared yet
+(protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

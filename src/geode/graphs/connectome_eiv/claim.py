@@ -46,6 +46,10 @@ hurts the rough target at T = 640 (raw minus independent, lower bounds -0.004 / 
 but 8 replicates of n = 100 subjects cannot resolve them; ``full`` mode (n = 1000, 20 replicates)
 is the test with the power the claim needs. Benchmark (quick): the graph pipeline runs at 0.69x the
 raw ridge's speed, 2.2x its peak memory.
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **not
+reproduced** (the v2 harness read not reproduced on the same runs). No idea ablation or learned-arm reference is
+declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

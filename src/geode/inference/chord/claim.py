@@ -71,6 +71,10 @@ over static 1.07, profiled 1.16-1.19x over RR, growth 0.84-0.91, every control f
 ``partial`` by the issue's rule, the 2x and the growth at 8 chiplets not reproduced. Tuning selected
 CLAP group = 1 page (the lower limit), LADM main-accessor placement, and replication + overlap for both
 CHoRD modes, in every seed and setting. Quick mode: 13-15 CPU seconds per seed (35-39 s wall, loaded machine).
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive**
+(the v2 harness read inconclusive on the same runs): floor failed: memory. No idea ablation or learned-arm
+reference is declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

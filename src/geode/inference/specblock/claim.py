@@ -93,6 +93,10 @@ densifies them per training batch on the drafter's device
 valid-prefix mask and the rank labels is always kept. Thresholds, controls, floors, grids and metric
 definitions are those of quick mode. ``tests/inference/test_specblock.py`` runs this code path on the CPU
 at tiny sizes (1 drafter step, one 4-token test prompt; about 50 CPU s) and checks greedy losslessness.
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive**
+(the v2 harness read partial on the same runs): not tuned by the protocol: SpecBlock, EAGLE, parallel. No idea
+ablation or learned-arm reference is declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

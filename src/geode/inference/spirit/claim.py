@@ -80,6 +80,10 @@ copy accuracy suggests the ``trained`` floor (>= 0.9) may fail there, which woul
 invalid: a possible finding, not to be tuned away. Sizes: 4 blocks of 40 test requests, validation blocks
 of 20, 6 requests per task for the static search. ``tests/inference/test_spirit.py`` runs this code path on
 the CPU at tiny sizes (2 requests per block, 2 new tokens; about 50 CPU s) and checks greedy losslessness.
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive**
+(the v2 harness read partial on the same runs): not tuned by the protocol: SPIRIT, SWIFT. No idea ablation or
+learned-arm reference is declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

@@ -89,6 +89,10 @@ per seed. SVF's mean latency is 3% / 2% / 2% below FCFS's at 70% of capacity and
 paper's reading) is within 2-4% of SVF (passes); the adversarial search finds SVF/OPT 1.06-1.12 against FCFS's 5.18
 (passes, and its control fails it). Every control fails its threshold. SVF's advantage appears only near
 saturation; at 70% of capacity a memory-constrained server rarely queues long enough for the order to matter.
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **not
+reproduced** (the v2 harness read not reproduced on the same runs). No idea ablation or learned-arm reference is
+declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

@@ -34,6 +34,10 @@ Protocol v2 (issue 19; the thresholds of issue 7 are unchanged, the set-up that 
 
 Old verdict (revision 1, one seed, 12^3 volumes, 1-D window baselines): ``not reproduced`` (Pack3D Dice 0.999,
 range 0; learned PE 0.440 on its own layout with second drop 0.050; 1-D RoPE 0.513, 0.152; 6.2x vs SDPA).
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive**
+(the v2 harness read reproduced on the same runs): not tuned by the protocol: pack3d, learned_pe_3d, rope1d_3d. No
+idea ablation or learned-arm reference is declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

@@ -32,6 +32,10 @@ FFT work by construction at the reference point, while RubiConv was at parity wi
 In ``full`` mode on a CUDA device the run also times FlexAttention with a document mask (where
 ``torch.nn.attention.flex_attention`` exists) and FlashFFTConv on the padded batch is not attempted (it is
 not installable here; the padded-batch FFT is its algorithmic equivalent).
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **partial** (the
+v2 harness read partial on the same runs). No idea ablation or learned-arm reference is declared yet (protocol v3;
+the rework issues 45-50).
 """
 
 from __future__ import annotations

@@ -90,6 +90,11 @@ Tuning: lr 3e-3 selected for nearly every method (the middle of the grid); the s
 and sit on an edge by construction. SpecDrop picked ``p_i = 0.3`` (the grid's top, the authors' CIFAR value)
 in 5 of 6 selections, including all three multi-unit ones: a wider ``p_i`` grid would move SpecDrop towards
 No-Routing (``p_i = p_a`` *is* No-Routing), which this revision did not try.
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive**
+(the v2 harness read not reproduced on the same runs): unresolved: beats_named; not tuned by the protocol:
+specdrop, none, learned, (multi) none. No idea ablation or learned-arm reference is declared yet (protocol v3; the
+rework issues 45-50).
 """
 
 from __future__ import annotations

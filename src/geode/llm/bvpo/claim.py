@@ -44,6 +44,10 @@ total, SUB for odd), both answers carrying the correct digits; DPO with beta = 1
 tiny model's answers far before the preference in the prototype), AdamW, 60 steps of 8 pairs per branch.
 alpha* is estimated at the base model in the paper's fixed-prompt, fixed-answer view
 (:func:`mse_optimal_alpha` over 16 trace resamples, averaged over 4 batches).
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive**
+(the v2 harness read partial on the same runs): not tuned by the protocol: bvpo, trace, empty. No idea ablation or
+learned-arm reference is declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

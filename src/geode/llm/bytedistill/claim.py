@@ -76,6 +76,10 @@ Why, from the two extra runs at BLDA's settings (reported, not thresholded):
 ``full`` mode (written for a GPU machine, not run here): SmolLM2-135M-Instruct as the teacher with its own
 49k BPE tokenizer, fine-tuned on two-digit addition (``a, b < 100``), a 4-layer d=256 student with the
 in-process BPE; larger splits and more steps.
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive**
+(the v2 harness read not reproduced on the same runs): not tuned by the protocol: blda, sft, uld. No idea ablation
+or learned-arm reference is declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

@@ -37,6 +37,10 @@ Set-up changes before the final run (thresholds untouched; each earlier run was 
    non-knowledge drift -7.2 points), so this run would have read ``not reproduced``. That measured
    interference built into the task, not forgetting; changed (after seeing it, said here) to a digit table
    ``BOS MUL d EQ -> w(d)`` that shares no prompt token with the knowledge probes but the digits.
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **not
+reproduced** (the v2 harness read not reproduced on the same runs). No idea ablation or learned-arm reference is
+declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

@@ -72,6 +72,10 @@ Had the floor held, the rule would give ``partial`` (three of four properties). 
 the issue's count) leave this unchanged: inconclusive (law_fits mean 0.236); bounds over 5 seeds: repetition
 0.58, size -0.10, saturation 0.04, paraphrase 0.17, extrapolation geomean 0.96; every control fails its
 threshold. Quick mode costs 29-41 CPU s per seed (75-109 s wall on the loaded 2-core machine).
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive**
+(the v2 harness read inconclusive on the same runs): unresolved: falls_with_size; not tuned by the protocol: CD. No
+idea ablation or learned-arm reference is declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

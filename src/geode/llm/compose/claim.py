@@ -66,6 +66,10 @@ Tuned learning rates: COMPOSE 3e-3 in every seed; no selection left on a grid ed
 seconds per seed (above the ~90 s target, below the 3-minute limit; 345-447 s wall under contention).
 Benchmark (``geode bench compose``, quick size): a COMPOSE training step costs 1.75x the text-only model's
 (ratio 0.57, IQR 0.54-0.66) and 1.5x the citation-graph-only model's, with 1.7x the peak memory (18 MiB).
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **reproduced**
+(the v2 harness read reproduced on the same runs). Fresh seeds 10-12 (never used before): **reproduced**. No idea
+ablation or learned-arm reference is declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

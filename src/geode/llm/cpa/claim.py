@@ -106,6 +106,10 @@ Benchmark (``geode bench cpa``, quick, one thread): a CPA training step runs at 
 of the plain FP4-rollout GRPO step (its extra full-precision forward), peak memory 1.02x; the vectorised
 NVFP4 fake quantiser is 2.76x faster than an element-wise nearest-value reference on a 4096 x 4096 weight,
 at 0.37x its peak memory. FP4 speed-ups themselves cannot show on a CPU (or on a Hopper GPU).
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **not
+reproduced** (the v2 harness read not reproduced on the same runs). No idea ablation or learned-arm reference is
+declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

@@ -19,6 +19,10 @@ Equal tuning: each best-of-N selector (stable rank, mean log-probability, random
 temperature, and each GRPO reward (stable rank, mean log-probability of the frozen reference: the
 self-evaluation baseline, correctness: the external reward, random: the control) tunes the learning rate,
 on the validation prompts' accuracy, the same grid and budget each. Test prompts are used once.
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive**
+(the v2 harness read not reproduced on the same runs): not tuned by the protocol: stable_rank. No idea ablation or
+learned-arm reference is declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

@@ -26,6 +26,10 @@ Old verdict (revision 1: all-spiking [5, 60, 3], latency code and bias spike, fa
 first-spike loss, Adam lr 5e-3, one seed): ``partial``, rho = 0.37, best 74.8%; 7 of 16 runs at exactly
 1/3, five of them alive at init and silenced by training. The all-spiking variant stays available as
 :func:`geode.neuro.causal_pieces.run_init_study`.
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive**
+(the v2 harness read reproduced on the same runs): not tuned by the protocol: release recipe. No idea ablation or
+learned-arm reference is declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

@@ -64,6 +64,10 @@ one: BA at 8 sessions 0.940 / 0.941 / 0.870, MAE 67 / 107 / 77 µm (gap over mas
 before the first run. (4) The learning rate sat on an edge of its two-value grid in every selection (masked at
 1e-3, geometry and distance mostly at 3e-3; flagged in the notes). Quick mode: 84.2 / 87.9 / 83.5 CPU-s per seed
 (300-370 s wall under contention).
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive**
+(the v2 harness read partial on the same runs): not tuned by the protocol: geometry, masked. No idea ablation or
+learned-arm reference is declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

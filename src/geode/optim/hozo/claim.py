@@ -22,6 +22,10 @@ whose loss the verdict compares): entries a perturbation or an update (before an
 ``<= 0``. The totals over all sweep runs are reported beside them, not judged: a HoZO run that diverges
 (a loss overflowing) can underflow ``exp`` to exactly 0 in float32, which we saw in the exploration of
 the components before fixing this rule, and which the stability thresholds already count as divergence.
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive**
+(the v2 harness read not reproduced on the same runs): not tuned by the protocol: qzo. No idea ablation or
+learned-arm reference is declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

@@ -37,6 +37,12 @@ reported: means over replicates with and without the diverged chains); Gaussians
 diagonal and rotated Gaussians are equal in law for every kernel here); MNIST d = 785 is replaced by
 digits 3 vs 8 (d = 65), reported, not thresholded. The synthetic posterior's reference mean is compared
 with the official ``TRUE_MEAN_LOGISTIC`` (a long HMC run of the official code).
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive**
+(the v2 harness read inconclusive on the same runs): unresolved: strong; floor failed: few_diverged; not tuned by
+the protocol: Gaussian kappa=100 (rot): GA-SRMC, Gaussian kappa=1.3 (rot): GA-SRMC, Gaussian kappa=10 (rot):
+GA-SRMC, Gaussian kappa=1.3 (rot): SRMC, Gaussian kappa=10 (rot): SRMC. No idea ablation or learned-arm reference
+is declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

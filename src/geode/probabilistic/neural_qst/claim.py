@@ -62,6 +62,10 @@ eta = 0.9 and electronic noise sigma_e = 0.05 (known to every method), 4 x 4 pha
 3pi/4 per mode), S in {20, 100} shots per setting, 24 x 24 bins on [-4.5, 4.5]^2, 300 iterations, msW1 over
 16 directions; 3 restarts at S = 100. ``full`` (for a GPU machine): cutoff 10, a = 1.5, 8 x 8 settings,
 S in {20, 100, 500}, 48 bins, 2000 iterations.
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive**
+(the v2 harness read partial on the same runs): not tuned by the protocol: msw1, imle. No idea ablation or
+learned-arm reference is declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

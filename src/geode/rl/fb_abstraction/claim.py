@@ -57,6 +57,10 @@ selected on validation and sees another data set), so the noise floor of the dif
 than any k = 4 - k = 1 gap; random k = 4 - k = 1: +0.03, -0.025, +0.015. Tuning selected lr = 5e-4 (the
 grid's upper edge) for both k in every seed; the grid was not widened after seeing this. CPU time ~36-43 s
 per seed (wall 80-110 s under contention).
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **not
+reproduced** (the v2 harness read not reproduced on the same runs). No idea ablation or learned-arm reference is
+declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

@@ -35,6 +35,10 @@ parity 1.75 / 1.33 / 1.76 (GC-KAN worse than the spline on clean n=128 data). Th
 (flagged; equal for all models, and 200 steps favour large rates); the learned exponents sit above 2
 (median 2.7, 13-17 % of edges below 2, clean and noisy alike), so the abstract's "smaller p under noise" is
 not observed either. CPU time 121-126 s per seed (over the ~90 s quick budget; 8 equations kept).
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive**
+(the v2 harness read not reproduced on the same runs): not tuned by the protocol: GC-KAN, spline KAN (CV). No idea
+ablation or learned-arm reference is declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

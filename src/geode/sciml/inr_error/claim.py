@@ -88,6 +88,10 @@ hash restarts; wall 280-355 s at load ~9).
   difference); held out 0.20 / 0.41 / 0.39 against 0.32 / 0.24 / 0.26 for the raw difference (c = 1.6-1.7).
 - MRI (reported only): worst family 2.8 / 109 / 11 (the unregularised Fourier fit through the mask is unstable
   in some seeds), grid 1.2-3.2, hash 2.6-2.8; the error rises with the level in 1-2 of 3 ladders.
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **not
+reproduced** (the v2 harness read not reproduced on the same runs). No idea ablation or learned-arm reference is
+declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

@@ -90,6 +90,10 @@ steady ones in none. Per seed (0 / 1 / 2):
   the genus-0 shapes, because <n, w> oscillates around the thin tube); the scratch GNN's relative error on them
   is 1.2-3.5 against 0.1-0.3 elsewhere, and seed 1's training set has 4 tori in 16 meshes.
 - Quick mode: 113 / 117 / 130 CPU-s per seed (over the ~90 s target, under the 3-minute limit; 150-227 s wall).
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **partial** (the
+v2 harness read inconclusive on the same runs). No idea ablation or learned-arm reference is declared yet (protocol
+v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

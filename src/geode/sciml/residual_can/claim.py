@@ -36,6 +36,11 @@ ResidualCAN reaches 1.25e-6 vs SiLU-MLP 9.3e-7 (ratio 0.74x), RBF ablation 1.21x
 eps = 1; none at eps = 0.1). ResidualCAN ranks 3rd of 6 at eps = 1; on Poisson it is 14x the best tuned
 spectral baseline, on Burgers 1.2x. Several selections sit on a grid edge (lr = 1e-2; SIREN omega0 = 1 or 30;
 Fourier sigma = 0.5), flagged in the tuned table. CPU time 284 s for the seed (about 3x the quick budget).
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive**
+(the v2 harness read not reproduced on the same runs): not tuned by the protocol: ResidualCAN | Allen-Cahn eps=1,
+SiLU-MLP | Allen-Cahn eps=1, ResidualCAN-RBF | Allen-Cahn eps=1, CauchyAct-MLP | Allen-Cahn eps=1. No idea ablation
+or learned-arm reference is declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

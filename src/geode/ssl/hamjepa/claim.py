@@ -49,6 +49,10 @@ finite). Participation ratio of the test embeddings: HamJEPA 23.5 / 26.9 / 23.4,
 rate was selected at the upper edge of its two-value grid (3e-3) for HamJEPA and the MLP in every seed and for
 SIGReg in seeds 1-2 (flagged in the notes; a wider grid did not fit the quick budget). Quick mode: 86.7 / 87.6 /
 93.3 CPU-s per seed (250-380 s wall under contention).
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive**
+(the v2 harness read partial on the same runs): not tuned by the protocol: hamjepa, sigreg, mlp. No idea ablation
+or learned-arm reference is declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

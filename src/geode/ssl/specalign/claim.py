@@ -68,6 +68,10 @@ in 5 of 6 cases and the added terms' weights at either edge; the grid is the syn
 widened after seeing this. No non-finite run. Cost: a quick seed now takes 67.5-68.2 CPU-s (82-121 s wall);
 the reading alone 33 CPU-s (seed 2, measured by itself, loading MiniLM and embedding about 780 distinct captions
 included).
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive**
+(the v2 harness read partial on the same runs): not tuned by the protocol: specalign, infonce, mmd. No idea
+ablation or learned-arm reference is declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

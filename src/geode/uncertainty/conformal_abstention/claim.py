@@ -25,6 +25,10 @@ Brier score; MSP has nothing to tune.
 Inferred reading that can decide the verdict (run both; the verdict uses the first): exposure tiers per
 *fact* (every entity is known through some facts, single facts are missing; an LM knows the entity but
 not the fact) or per *entity* (an entity is seen in all its facts or in none).
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **partial** (the
+v2 harness read partial on the same runs). No idea ablation or learned-arm reference is declared yet (protocol v3;
+the rework issues 45-50).
 """
 
 from __future__ import annotations

@@ -24,6 +24,10 @@ Baselines, each given 6 configurations on a validation split by NLL: REEF-GP (q 
 ensemble and MC dropout (a scale on their spread; their training is the operator's), the raw-input GP
 (q x subset size); the conformal band has nothing to tune. The strongest baseline (lowest test NLL
 among ensemble, MC dropout, raw GP, conformal) is reported beside.
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive**
+(the v2 harness read not reproduced on the same runs): unresolved: nll_close; not tuned by the protocol: reef. No
+idea ablation or learned-arm reference is declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

@@ -27,6 +27,10 @@ uses (digits -> random blobs): pixel-space kNN with the same detector (the notes
 density on the same 2-D features (the paper's "density" alternative), and DiffPath's 6-D features with
 the same detector (the strongest baseline; the predecessor's full statistics). The authors' defaults
 (T = 0.5, k = 10) are reported beside the tuned UFCOD.
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive**
+(the v2 harness read reproduced on the same runs): not tuned by the protocol: ufcod. No idea ablation or
+learned-arm reference is declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

@@ -49,6 +49,10 @@ target-supervised ceiling. Floors pass: source-only's source L2 is 0.35-0.43 x t
 L2 is 2.8-3.7 x its source L2; the expert never collides. Selected at a grid edge: source-only's learning rate
 in every seed (2e-3 upper in seeds 0-1, 5e-4 lower in seed 2) and Bridge-AD's weight (1.0, upper) in seeds 1-2;
 not extended. Quick mode: 89.9 / 89.2 / 90.9 CPU-s per seed (335-381 s wall under contention).
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive**
+(the v2 harness read partial on the same runs): not tuned by the protocol: bridge, source. No idea ablation or
+learned-arm reference is declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

@@ -58,6 +58,10 @@ GARD's in 1: the grid may be too low for all three. At 250 steps the flow-matchi
 far from converged while the regression restorer is not: this is a small-compute finding, not a refutation
 of the paper's scale. Quick mode: 116 / 117 / 126 CPU-s per seed (over the ~90 s target, under the 3-minute
 limit; 450-490 s wall under contention).
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive**
+(the v2 harness read partial on the same runs): not tuned by the protocol: gard, pixel, latent. No idea ablation or
+learned-arm reference is declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

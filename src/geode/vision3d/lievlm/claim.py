@@ -58,6 +58,10 @@ all three seeds alike. Seeds 0 / 1 / 2:
 
 Additive fusion's learning rate was selected at the extended upper edge (0.033) in every seed. Quick mode: 82 /
 82 / 90 CPU s per seed (240-320 s wall under contention).
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive**
+(the v2 harness read not reproduced on the same runs): unresolved: drop_half, id_equal; not tuned by the protocol:
+additive. No idea ablation or learned-arm reference is declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations

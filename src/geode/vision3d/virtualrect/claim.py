@@ -75,6 +75,10 @@ Quick mode: about 6.4 CPU s per seed (the check is far below its budget; 4 test 
 
 Matches come from the ground truth rather than a feature detector (SIFT) so the noise and outlier levels are
 controlled; a detector's matches would add its own error model to both sides alike.
+
+Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **not
+reproduced** (the v2 harness read not reproduced on the same runs). No idea ablation or learned-arm reference is
+declared yet (protocol v3; the rework issues 45-50).
 """
 
 from __future__ import annotations
