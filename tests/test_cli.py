@@ -149,6 +149,19 @@ def test_reproduce_smoke_then_resume_then_show_then_report(capsys, tmp_path):
     assert code == 0 and 'id="svf"' in (tmp_path / "index.html").read_text()
 
 
+@pytest.mark.skipif("virtualrect" not in IMPLEMENTED, reason="virtualrect is not implemented")
+def test_seeds_as_a_list_or_a_range_store_exactly_those_seeds(capsys, tmp_path):
+    out_dir = str(tmp_path)
+    for spec in ("7,8,9", "10-12"):
+        args = ("reproduce", "virtualrect", "--mode", "smoke", "--seeds", spec, "--max-seeds", "0", "--jobs", "auto")
+        code, _, err = run(capsys, *args, "--out", out_dir)
+        assert code == 0, err
+    stored = sorted(p.name for p in (tmp_path / "results" / "virtualrect").glob("*.json"))
+    assert stored == [f"smoke-seed{s}.json" for s in (10, 11, 12, 7, 8, 9)]
+    code, out, _ = run(capsys, "show", "virtualrect", "--out", out_dir, "--seeds", "10-12")
+    assert code == 0 and "seeds 10, 11, 12" in out and "smoke-seed7.json" not in out
+
+
 def test_show_never_prints_control_characters_from_a_result(capsys, tmp_path):
     from geode.claims.runner import Task, execute
     from geode.claims.store import ResultStore
