@@ -4,7 +4,7 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-EXTRAS ?= dev,llm,ot,ray,uq,kan,graphs,flows,vision3d
+EXTRAS ?= dev,llm,ot,ray,uq,kan,graphs,flows,vision3d,browser
 JOBS   ?= 2
 OUT    ?= geode-results
 SEEDS  ?= 3
@@ -60,7 +60,7 @@ $(FLOWER)/bin/.installed: pyproject.toml Makefile
 	touch $@
 
 test-flower: $(FLOWER)/bin/.installed
-	$(FLOWER)/bin/python -m pytest -q -p no:cacheprovider tests/federated/test_flower.py
+	$(FLOWER)/bin/python -m pytest -q -p no:cacheprovider tests/federated/test_flower.py tests/test_examples_flower.py
 
 reproduce: setup
 	$(BIN)/geode reproduce --all --mode quick --seeds $(SEEDS) --max-seeds $(MAX_SEEDS) --jobs $(JOBS) --out $(OUT); status=$$?; \

@@ -160,6 +160,10 @@ def test_seeds_as_a_list_or_a_range_store_exactly_those_seeds(capsys, tmp_path):
     assert stored == [f"smoke-seed{s}.json" for s in (10, 11, 12, 7, 8, 9)]
     code, out, _ = run(capsys, "show", "virtualrect", "--out", out_dir, "--seeds", "10-12")
     assert code == 0 and "seeds 10, 11, 12" in out and "smoke-seed7.json" not in out
+    code, out, _ = run(capsys, "list", "--json", "--out", out_dir, "--field", "vision3d")
+    rows = {r["slug"]: r for r in json.loads(out)}
+    assert code == 0 and rows["virtualrect"]["verdict"] and rows["virtualrect"]["key_metric"].startswith("vert_ratio")
+    assert rows["gard"]["verdict"] is None  # no results for it in that folder
 
 
 def test_show_never_prints_control_characters_from_a_result(capsys, tmp_path):

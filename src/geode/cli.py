@@ -72,18 +72,51 @@ def list_(
     pattern: Annotated[list[str] | None, typer.Argument(help="Slugs or wildcards, e.g. 'sd*'.")] = None,
     field: Annotated[str | None, typer.Option("--field", "-f", help="Only this field.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list of objects.")] = False,
+    out: Annotated[
+        str | None, typer.Option("--out", "-o", help="A results folder: add each paper's verdict and key metric.")
+    ] = None,
 ) -> None:
-    """List the papers: slug, field, status and title."""
+    """List the papers: slug, field, status and title (and, with --out, the verdict and key metric)."""
     chosen = _select(pattern or [], field)
+    results = _results_by_slug(_out_folder(out, must_exist=True)) if out is not None else None
     if as_json:
-        sys.stdout.write(json.dumps([p.to_dict() for p in chosen], indent=2) + "\n")
+        rows = []
+        for p in chosen:
+            row: dict[str, Any] = p.to_dict()
+            if results is not None:
+                r = results.get(p.slug)
+                row["verdict"] = r.evaluation.label if r is not None and r.evaluation else (r.state if r else None)
+                row["key_metric"] = r.key_metric_text() if r is not None else ""
+            rows.append(row)
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
     table = Table(title=f"geode {__version__}: {len(chosen)} papers", title_justify="left")
-    for col in ("slug", "field", "status", "title"):
-        table.add_column(col, no_wrap=col != "title")
+    cols = ["slug", "field", "status", "title"] + (["verdict", "key metric"] if results is not None else [])
+    for col in cols:
+        table.add_column(col, no_wrap=col not in ("title", "key metric"))
     for p in chosen:
-        table.add_row(p.slug, p.field, "[green]implemented[/]" if p.status == "implemented" else "planned", p.title)
+        row_cells = [p.slug, p.field, "[green]implemented[/]" if p.status == "implemented" else "planned", p.title]
+        if results is not None:
+            r = results.get(p.slug)
+            label = r.evaluation.label if r is not None and r.evaluation else (r.state if r else "")
+            style = _VERDICT_STYLE.get(r.state if r else "", "")
+            row_cells += [
+                f"[{style}]{escape(label)}[/]" if style else escape(label),
+                escape(r.key_metric_text() if r else ""),
+            ]
+        table.add_row(*row_cells)
     console.print(table)
+
+
+def _results_by_slug(folder: Path) -> dict[str, Any]:
+    """The report's summary of every paper with results in ``folder``, by slug."""
+    from geode.claims.report import current_claims, summarize
+    from geode.claims.store import ResultStore
+
+    scan = ResultStore(folder).scan()
+    slugs = sorted({r["slug"] for r in scan.records if not r["slug"].startswith("_")})
+    claims, errors = current_claims(slugs)
+    return {r.paper.slug: r for r in summarize(scan.records, claims, load_errors=errors) if r.mode}
 
 
 def _clean(text: Any) -> str:
@@ -129,6 +162,7 @@ def show(
     if paper.status == "planned":
         console.print("No claim check yet: this paper is planned.")
         return
+    _print_use_it(slug)
     from geode.claims import load_claim
 
     c = load_claim(slug)
@@ -199,6 +233,25 @@ def show(
     for r in _coverage_rows(row):
         cov.add_row(*(escape(x) for x in r))
     console.print(cov)
+
+
+def _print_use_it(slug: str) -> None:
+    """The import line, the public names with one line each, and the paper's doctested example."""
+    from rich.syntax import Syntax
+
+    from geode.usage import usage
+
+    u = usage(slug)
+    console.print("[bold]Use it.[/]")
+    console.print(Syntax(u.import_line, "python", theme="ansi_dark", word_wrap=True, background_color="default"))
+    names = Table(show_header=False, box=None, padding=(0, 2))
+    for name, summary in u.names:
+        names.add_row(name, escape(summary))
+    console.print(names)
+    if u.example:
+        console.print(f"[bold]Example[/] (the doctest of {u.module}):")
+        console.print(Syntax(u.example, "pycon", theme="ansi_dark", word_wrap=True, background_color="default"))
+    console.print()
 
 
 def _print_definition(c: Any) -> None:

