@@ -119,9 +119,17 @@ def _results_by_slug(folder: Path) -> dict[str, Any]:
     return {r.paper.slug: r for r in summarize(scan.records, claims, load_errors=errors) if r.mode}
 
 
-def _clean(text: Any) -> str:
-    """Stored text made safe for a terminal: control characters (ANSI escapes included) removed."""
-    return _CONTROL.sub("", str(text))
+_SHOWN = 300
+"""The most characters of one stored text ``show`` prints (a terminal folds a long unbroken word slowly)."""
+
+
+def _clean(text: Any, limit: int | None = None) -> str:
+    """Stored text made safe for a terminal: control characters (ANSI escapes included) removed, characters a
+    terminal cannot encode (lone surrogates) replaced, and at most ``limit`` characters kept."""
+    out = _CONTROL.sub("", str(text)).encode("utf-8", errors="replace").decode("utf-8")
+    if limit is not None and len(out) > limit:
+        out = out[:limit] + f"... ({len(out) - limit} more characters)"
+    return out
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -189,16 +197,16 @@ def show(
         console.print(f"No stored results in {escape(str(folder))}" + (" for those seeds." if seeds else "."))
         return
     (row,) = [r for r in summarize(recs, {slug: c.describe()}) if r.paper.slug == slug]
-    own = dict(zip(row.seeds, row.evaluation.seed_verdicts)) if row.evaluation else {}
+    from geode.claims.verdict import evaluate
+
     for rec in sorted(recs, key=lambda r: (r["mode"], r["seed"])):
-        state = _state_of(rec)
-        if rec["status"] == "ok" and rec["mode"] == row.mode and rec["seed"] in own and rec in row.records:
-            state = own[rec["seed"]]  # judged now, by the current definition (never the stored verdict)
-        stale = "" if rec in row.records or rec["status"] != "ok" or rec["mode"] != row.mode else " (stale)"
+        state, stale = _state_of(rec), ""
+        if rec["status"] == "ok":  # judged now, by the current definition: a stored verdict is never trusted
+            state = evaluate(c.rules, [rec["metrics"]], tuned=[rec.get("tuned") or []], single=True).verdict
+            stale = "" if rec.get("claim_hash") == c.definition_hash() else " (stale)"
         name = f"{rec['mode']}-seed{rec['seed']}.json"
-        console.print(
-            f"  {name}: [{_VERDICT_STYLE.get(state, '')}]{state}[/]{stale}  {escape(_clean(rec.get('summary', '')))}"
-        )
+        summary = escape(_clean(rec.get("summary", ""), _SHOWN))
+        console.print(f"  {name}: [{_VERDICT_STYLE.get(state, '')}]{state}[/]{stale}  {summary}")
     style = _VERDICT_STYLE.get(row.state, "")
     label = row.evaluation.label if row.evaluation else row.state
     used = ", ".join(str(s) for s in row.seeds) or "none"
@@ -590,18 +598,34 @@ def bench(
     except OSError as exc:
         raise UsageFailure(f"cannot write results to {out}: {exc.strerror or exc}") from None
     records = []
+    failed: list[str] = []
     with _sigterm_as_interrupt():
         for slug in with_bench:
             try:
                 rec = run_bench(slug, size, repeats=repeats)
-            except KeyboardInterrupt:
-                err_console.print(f"interrupted: {len(records)} benchmark(s) stored in {out}")
-                raise typer.Exit(130) from None
+            except KeyboardInterrupt as exc:
+                what = "terminated" if isinstance(exc, _Terminated) else "interrupted"
+                err_console.print(f"{what}: {len(records)} benchmark(s) stored in {out}")
+                raise typer.Exit(143 if isinstance(exc, _Terminated) else 130) from None
+            except Exception as exc:  # one paper's failing benchmark costs that paper only
+                import traceback
+
+                failed.append(slug)
+                rec = {
+                    "slug": slug,
+                    "size": size,
+                    "error": traceback.format_exc(limit=20),
+                    "started": "",
+                    "cases": [],
+                }
+                err_console.print(f"{slug:<22} error: {_clean(exc)[:300]}", markup=False, highlight=False)
             try:
                 write_bench(store, rec)
             except OSError as exc:
                 raise UsageFailure(f"cannot write results to {out}: {exc.strerror or exc}") from None
             records.append(rec)
+            if "error" in rec:
+                continue
             if not as_json:
                 h = rec["headline"]
                 mem = "" if h["memory_ratio"] is None else f", memory {h['memory_ratio']:.2f}x"
@@ -611,6 +635,9 @@ def bench(
                 )
     if as_json:
         sys.stdout.write(json.dumps(records, indent=2, default=float) + "\n")
+    if failed:
+        err_console.print(f"{len(failed)} benchmark(s) failed: {', '.join(failed)} (their errors are in bench.json)")
+        raise typer.Exit(1)
 
 
 @app.command()

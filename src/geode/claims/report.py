@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
-import json
 import re
 import statistics
 from collections import defaultdict
@@ -109,6 +108,8 @@ class PaperResult:
 
     def bench_text(self) -> tuple[str, str]:
         """(speed vs strongest baseline, memory ratio) for the overview."""
+        if isinstance((self.bench or {}).get("error"), str):
+            return "benchmark failed (see bench.json)", ""
         h = (self.bench or {}).get("headline") or {}
         if not h:
             return "", ""
@@ -148,13 +149,50 @@ def current_claims(slugs: Iterable[str]) -> tuple[dict[str, dict[str, Any]], dic
     return out, errors
 
 
-def _read_bench(store: ResultStore, slug: str) -> dict[str, Any] | None:
+def _read_bench(store: ResultStore, slug: str) -> tuple[dict[str, Any] | None, str | None]:
+    """A paper's ``bench.json`` when it is well formed, else (None, the one-line problem; None when absent)."""
+    from geode.claims.store import ResultFileError, check_plain, load_json
+
     p = store.results_dir / slug / "bench.json"
     try:
-        d = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return d if isinstance(d, dict) and isinstance(d.get("headline", {}), dict) else None
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None, None
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, f"cannot read {p}: {exc}; ignored"
+    try:
+        d = load_json(text, str(p))
+        check_plain(d, str(p))
+        _check_bench(d)
+    except (ResultFileError, ValueError, TypeError) as exc:
+        return None, f"{p}: {str(exc)[:300]}; ignored"
+    return d, None
+
+
+def _check_bench(d: Any) -> None:
+    """The shape the report reads of a bench record: objects and lists where it iterates, numbers where it
+    formats them; a failed benchmark holds an ``error`` text instead of cases."""
+
+    def number(x: Any) -> bool:
+        return x is None or (isinstance(x, (int, float)) and not isinstance(x, bool))
+
+    if not isinstance(d, dict):
+        raise ValueError("a bench record must be a JSON object")
+    if isinstance(d.get("error"), str):
+        return
+    head = d.get("headline", {})
+    if not isinstance(head, dict) or not all(number(head.get(k)) for k in ("ratio", "low", "high", "memory_ratio")):
+        raise ValueError("its headline must be an object of numbers")
+    cases = d.get("cases", [])
+    if not isinstance(cases, list) or not all(isinstance(c, dict) for c in cases):
+        raise ValueError("its cases must be a list of objects")
+    for c in cases:
+        bases = c.get("baselines", [])
+        if not isinstance(bases, list) or not all(isinstance(b, dict) for b in bases):
+            raise ValueError("a case's baselines must be a list of objects")
+        for b in bases:
+            if not all(number(b.get(k)) for k in ("ratio", "low", "high", "peak_mib", "memory_ratio")):
+                raise ValueError("a baseline's ratio, spread and memory must be numbers")
 
 
 def summarize(
@@ -817,7 +855,13 @@ def collect(store: ResultStore) -> tuple[list[PaperResult], Scan]:
     slugs = sorted({r["slug"] for r in scan.records} | {p.slug for p in catalog.papers(status="implemented")})
     slugs = [s for s in slugs if not s.startswith("_")]
     claims, errors = current_claims(slugs)
-    benches = {s: b for s in slugs if (b := _read_bench(store, s)) is not None}
+    benches = {}
+    for s in slugs:
+        bench, problem = _read_bench(store, s)
+        if bench is not None:
+            benches[s] = bench
+        if problem:
+            scan.problems.append(problem)
     return summarize(scan.records, claims, benches, errors), scan
 
 

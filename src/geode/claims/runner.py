@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import wait as _mp_wait
 from typing import Any
 
-from geode.claims.store import SCHEMA_VERSION, ResultStore, TaskLock, check_slug
+from geode.claims.store import SCHEMA_VERSION, ResultFileError, ResultStore, TaskLock, check_slug
 from geode.claims.types import MODES
 
 __all__ = ["RunnerUsageError", "StoreWriteError", "Task", "execute", "run_tasks"]
@@ -158,9 +158,11 @@ def execute(task: Task) -> Payload:
                 fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
                 plt.close(fig)
                 figures[name] = buf.getvalue()
+        from geode.claims.store import check_plain
+
+        check_plain(record, f"the result of {task.slug} {task.mode} seed {task.seed}")  # storable, or an error
     except Exception:  # a claim's failure is a result, recorded with its traceback
-        record["status"] = "error"
-        record["verdict"] = None
+        record = {**_base_record(task), "run_id": record["run_id"], "started": record["started"]}
         record["error"] = traceback.format_exc(limit=30)
         figures = {}
     record["wall_s"] = round(time.perf_counter() - t0, 3)
@@ -281,6 +283,7 @@ class _Scheduler:
         self.on_note = on_note
         self.skipped = 0
         self.exhausted = False
+        self.failure: str | None = None  # why no further task could be started
         self._hashes: dict[tuple[str, str | None], str | None] = {}
 
     def add(self, tasks: Iterable[Task]) -> None:
@@ -316,7 +319,15 @@ class _Scheduler:
             if state == "done":
                 self._skip(task, "stored")
                 continue
-            lock = self.store.lock(task.slug, task.mode, task.seed)
+            try:
+                lock = self.store.lock(task.slug, task.mode, task.seed)
+            except OSError as exc:  # a lock that cannot be created (a read-only folder, no inodes left): like a
+                # result that cannot be written, it costs only what has not started
+                self.failure = f"cannot lock {task.slug} {task.mode} seed {task.seed}: {exc.strerror or exc}"
+                if self.on_note is not None:
+                    self.on_note(self.failure)
+                self.exhausted = True
+                return None
             if lock is None:
                 self._skip(task, "running elsewhere")
                 continue
@@ -579,7 +590,12 @@ def run_tasks(
 
     def emit(record: dict[str, Any], figures: dict[str, bytes], task: Task) -> None:
         try:
-            store.write(record, figures)
+            try:
+                store.write(record, figures)
+            except ResultFileError as exc:  # a record the store refuses is stored as the error it is
+                record = _failure(task, "error", f"the result could not be stored as it was: {exc}", record["wall_s"])
+                figures = {}
+                store.write(record, figures)
         except OSError as exc:  # a full disk or a read-only folder: keep the record, start nothing new
             unsaved.append(record)
             msg = f"cannot store {record['slug']} {record['mode']} seed {record['seed']}: {exc.strerror or exc}"
@@ -593,13 +609,15 @@ def run_tasks(
         sched.ended(task)
 
     def stop() -> bool:
-        return bool(write_error)
+        return bool(write_error) or sched.failure is not None
 
     if ray_address:
         _run_ray(sched, ray_address, jobs, timeout, emit, stop)
     else:
         _run_local(sched, jobs or 1, timeout, emit, stop)
-    if unsaved:
+    if unsaved or sched.failure is not None:
+        if not unsaved:
+            raise StoreWriteError(f"{sched.failure}; the tasks already running finished and were stored", [], None)
         dumped = _dump_unsaved(unsaved)
         where = f"; they are saved in {dumped}" if dumped else ""
         raise StoreWriteError(

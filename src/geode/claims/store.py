@@ -112,8 +112,9 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` atomically."""
-    atomic_write_bytes(path, text.encode("utf-8"))
+    """Write ``text`` (UTF-8) to ``path`` atomically; a character UTF-8 cannot hold (a lone surrogate, e.g. from
+    an undecodable file name) is written as ``?`` rather than failing the whole file."""
+    atomic_write_bytes(path, text.encode("utf-8", errors="replace"))
 
 
 def check_slug(slug: Any) -> str:
@@ -125,6 +126,67 @@ def check_slug(slug: Any) -> str:
 
 def _is_number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+MAX_DEPTH = 32
+"""How deeply a stored record may nest lists and objects."""
+MAX_TEXT = 200_000
+"""The longest string a stored record may hold (characters)."""
+
+
+def check_plain(obj: Any, where: str = "result", depth: int = 0) -> None:
+    """Check that ``obj`` is plain JSON data a report can render: every number finite and within the float range,
+    every string valid Unicode (no lone surrogate) and at most :data:`MAX_TEXT` characters, every key a string,
+    nesting at most :data:`MAX_DEPTH` deep. Raises :class:`ResultFileError` naming what is wrong.
+
+    Run on every record at write and at read, so ``report``, ``show`` and ``reproduce`` only ever see records
+    that passed it (the rest are one line under "Skipped files").
+    """
+    if depth > MAX_DEPTH:
+        raise ResultFileError(f"{where}: nested more than {MAX_DEPTH} levels deep")
+    if obj is None or isinstance(obj, bool):
+        return
+    if isinstance(obj, int):
+        if abs(obj) > 2**1023:
+            raise ResultFileError(f"{where}: an integer beyond the float range")
+        return
+    if isinstance(obj, float):
+        if not math.isfinite(obj):
+            raise ResultFileError(f"{where}: a number that is not finite")
+        return
+    if isinstance(obj, str):
+        if len(obj) > MAX_TEXT:
+            raise ResultFileError(f"{where}: a text of {len(obj)} characters (at most {MAX_TEXT})")
+        try:
+            obj.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ResultFileError(f"{where}: a text that is not valid Unicode (a lone surrogate)") from None
+        return
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if not isinstance(k, str):
+                raise ResultFileError(f"{where}: a key that is not a string")
+            check_plain(k, where, depth + 1)
+            check_plain(v, where, depth + 1)
+        return
+    if isinstance(obj, (list, tuple)):
+        for v in obj:
+            check_plain(v, where, depth + 1)
+        return
+    raise ResultFileError(f"{where}: a value of type {type(obj).__name__}")
+
+
+def _parse_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def load_json(text: str, where: str) -> Any:
+    """Parse JSON text, refusing NaN/Infinity and turning every parse failure (deep nesting included) into
+    :class:`ResultFileError`."""
+    try:
+        return json.loads(text, parse_constant=_parse_constant)
+    except (ValueError, RecursionError, OverflowError) as exc:
+        raise ResultFileError(f"cannot read {where}: {str(exc)[:200]}") from None
 
 
 def _check(cond: bool, where: str, what: str) -> None:
@@ -166,6 +228,7 @@ def _check_claim(claim: Any, where: str) -> None:
 def validate_record(rec: Any, where: str = "result") -> dict[str, Any]:
     """Check a result record against the whole schema; raise :class:`ResultFileError` naming what is wrong."""
     _check(isinstance(rec, dict), where, f"expected a JSON object, got {type(rec).__name__}")
+    check_plain(rec, where)
     for key, typ in _REQUIRED.items():
         _check(key in rec, where, f"missing field {key!r}")
         _check(
@@ -303,10 +366,10 @@ class ResultStore:
         """Read and validate one result file; :class:`ResultFileError` if unreadable or malformed."""
         path = Path(path)
         try:
-            rec = json.loads(path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             raise ResultFileError(f"cannot read result file {path}: {exc}") from None
-        return validate_record(rec, where=str(path))
+        return validate_record(load_json(text, f"result file {path}"), where=str(path))
 
     def get(self, slug: str, mode: str, seed: int) -> dict[str, Any] | None:
         """The stored result, or None when there is none."""
@@ -379,8 +442,8 @@ class ResultStore:
         return p
 
     def scan(self, slug: str | None = None) -> Scan:
-        """Every valid result at its own location (of paper ``slug`` only, if given); every other file is one
-        line in ``problems``.
+        """Every valid result at its own location (of paper ``slug`` only, if given); every other file, and every
+        folder that cannot be read, is one line in ``problems``.
 
         A record counts only under ``results/<slug>/<mode>-seed<k>.json`` with matching contents.
         """
@@ -398,10 +461,10 @@ class ResultStore:
             if not SLUG.fullmatch(folder.name):
                 out.problems.append(f"{folder}: not a paper folder; ignored")
                 continue
-            try:
-                files = sorted(folder.glob("*.json"))
+            try:  # os.listdir, not glob: glob hides an unreadable folder as an empty one
+                files = sorted(folder / n for n in os.listdir(folder) if n.endswith(".json"))
             except OSError as exc:
-                out.problems.append(f"cannot list {folder}: {exc.strerror or exc}")
+                out.problems.append(f"cannot read {folder}: {exc.strerror or exc}; its results are not used")
                 continue
             for p in files:
                 if p.name == "bench.json":
