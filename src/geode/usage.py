@@ -53,7 +53,11 @@ def _summary(obj: object) -> str:
     """The first line of an object's docstring, with reST roles and literals shown as plain text."""
     doc = inspect.getdoc(obj) if (inspect.isclass(obj) or callable(obj) or inspect.ismodule(obj)) else None
     if not doc:
-        return f"a {type(obj).__name__}"
+        import reprlib
+
+        short = reprlib.Repr()
+        short.maxstring, short.maxother, short.maxlist, short.maxtuple, short.maxdict = 40, 40, 4, 4, 3
+        return f"constant {type(obj).__name__}: {short.repr(obj)}"
     line = doc.strip().splitlines()[0].strip()
     return _ROLE.sub(r"\1", line).replace("``", "`")
 

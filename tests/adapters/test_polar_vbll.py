@@ -449,3 +449,94 @@ def test_claim_keeps_its_thresholds_with_bounds_floors_and_controls():
     assert c.reproduced == "ece_id and nll_id and ece_ood and nll_ood and acc and srank"
     assert c.partial == "ece_id and nll_id" and {f.name for f in c.floors} == {"methods_learn", "frames_orthonormal"}
     assert c.revision == 2
+
+
+# ------------------------------------------------------------------------------------------ PoLAR in PEFT
+
+
+def test_landing_on_a_row_frame_is_the_transposed_column_landing():
+    """PEFT stores Y as lora_A = Yᵀ (orthonormal rows): the optimiser lands it as the transpose of a column frame."""
+    y = nn.Parameter(_stiefel(9, 3, seed=1).T.float().contiguous() * 1.05)
+    y.stiefel = "rows"
+    col = nn.Parameter(y.detach().T.clone())
+    col.stiefel = True
+    g = torch.randn(9, 3, generator=torch_generator(2))
+    y.grad, col.grad = g.T.clone(), g.clone()
+    opt_rows = LandingAdamW([{"params": [y], "lr": 1e-2, "stiefel": "rows", "weight_decay": 0.0}])
+    opt_cols = LandingAdamW([{"params": [col], "lr": 1e-2, "stiefel": True, "weight_decay": 0.0}])
+    opt_rows.step()
+    opt_cols.step()
+    assert torch.allclose(y.detach(), col.detach().T, atol=1e-7)
+    assert orthogonality_error(y) == pytest.approx(orthogonality_error(col), abs=1e-6)
+    retract_([y], "qr")
+    assert orthogonality_error(y) < 1e-5 and y.shape == (3, 9)
+
+
+def test_polar_config_builds_polar_layers_inside_peft(tmp_path):
+    peft = pytest.importorskip("peft")
+    from geode.adapters import polar_config
+
+    ids = torch.randint(0, VOCAB, (2, 6), generator=torch_generator(0))
+    base_logits = build_tiny_lm(VOCAB, **TINY)(input_ids=ids).logits.detach()
+    torch.manual_seed(0)
+    pm = peft.get_peft_model(build_tiny_lm(VOCAB, **TINY), polar_config(r=3, lora_alpha=6, target_modules=["q_proj"]))
+    layer = pm.base_model.model.model.layers[0].self_attn.q_proj
+    assert type(layer).__name__ == "PoLARPeftLinear"
+    a, b, s = layer.lora_A["default"].weight, layer.lora_B["default"].weight, layer.lora_S["default"].weight
+    # lora_A = Yᵀ (orthonormal rows), lora_B = X (orthonormal columns), lora_S = Θ = 0: it starts as the base model
+    assert orthogonality_error(a.T) < 1e-5 and orthogonality_error(b) < 1e-5 and torch.equal(s, torch.zeros(3, 3))
+    with torch.no_grad():
+        assert torch.equal(pm(input_ids=ids).logits, base_logits)
+        s.normal_(generator=torch_generator(1))
+    # the same function as geode's PoLARLinear with X = lora_B, Θ = lora_S, Y = lora_Aᵀ
+    bias = layer.base_layer.bias is not None
+    ours = PoLARLinear(nn.Linear(layer.in_features, layer.out_features, bias=bias), r=3, alpha=6)
+    ours.base.load_state_dict(layer.base_layer.state_dict())
+    with torch.no_grad():
+        ours.X.copy_(b), ours.theta.copy_(s), ours.Y.copy_(a.T)
+    x = torch.randn(4, layer.in_features, generator=torch_generator(2))
+    with torch.no_grad():
+        assert torch.allclose(layer(x), ours(x), atol=1e-6)
+        assert torch.allclose(layer.get_delta_weight("default"), ours.delta_weight(), atol=1e-6)
+    # LandingAdamW trains it through PEFT: the frames are flagged, Θ is in the other group
+    groups = polar_parameter_groups(pm, lr=1e-2)
+    assert len(stiefel_parameters(pm)) == 2 and {g.get("stiefel") for g in groups} == {True, "rows", None}
+    opt = LandingAdamW(groups)
+    losses = []
+    for _ in range(15):
+        loss = pm(input_ids=ids, labels=ids).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss))
+    assert losses[-1] < losses[0] and max(orthogonality_error(a.T), orthogonality_error(b)) < 0.05
+    with torch.no_grad():
+        want = pm(input_ids=ids).logits
+    # save / load through PEFT (the config is read back from the checkpoint), merge_and_unload
+    pm.save_pretrained(str(tmp_path))
+    loaded = peft.PeftModel.from_pretrained(
+        build_tiny_lm(VOCAB, **TINY), str(tmp_path), config=polar_config(from_checkpoint=tmp_path)
+    )
+    merged = loaded.merge_and_unload()
+    with torch.no_grad():
+        assert torch.allclose(merged(input_ids=ids).logits, want, atol=1e-5)
+    # a plain LoraConfig would silently read X Yᵀ as the update: PEFT refuses the checkpoint instead
+    with pytest.raises(ValueError, match="polar"):
+        peft.PeftModel.from_pretrained(build_tiny_lm(VOCAB, **TINY), str(tmp_path))
+    with pytest.raises(ValueError, match="use_dora"):
+        polar_config(r=2, use_dora=True)
+    with pytest.raises(ValueError, match="init_lora_weights"):
+        polar_config(r=2, init_lora_weights="gaussian")
+    with pytest.raises(ValueError, match="not a PoLAR checkpoint"):
+        plain = peft.get_peft_model(build_tiny_lm(VOCAB, **TINY), peft.LoraConfig(r=2, target_modules=["q_proj"]))
+        plain.save_pretrained(str(tmp_path / "plain"))
+        polar_config(from_checkpoint=tmp_path / "plain")
+
+
+def test_polar_config_refuses_gpt2_conv1d_targets():
+    peft = pytest.importorskip("peft")
+    from geode.adapters import polar_config
+
+    model = build_tiny_lm(32, arch="gpt2", d_model=16, n_layers=1, n_heads=2, seed=0)
+    with pytest.raises(TypeError, match="PoLAR supports nn.Linear targets only.*Conv1D"):
+        peft.get_peft_model(model, polar_config(r=2, lora_alpha=4, target_modules=["c_attn"]))

@@ -9,7 +9,13 @@ import pytest
 import torch
 
 from geode.analysis import linear_cka, pullback_metric
-from geode.analysis.msa import estimate_intrinsic_dim, local_chart_metrics, msa, msa_from_metrics, spectral_ratios
+from geode.analysis.msa import (
+    estimate_intrinsic_dim,
+    local_chart_metrics,
+    msa_distance,
+    msa_from_metrics,
+    spectral_ratios,
+)
 from geode.analysis.msa.experiment import (
     between_within_ratio,
     make_embedding,
@@ -146,20 +152,20 @@ def _samples(n=1500, seed=0):
 def test_sample_msa_with_coordinates():
     z, x, y, xw = _samples()
     q = np.linalg.qr(np.random.default_rng(5).normal(size=(24, 24)))[0]
-    assert msa(x, 4.0 * x @ q - 2.0, z) < 1e-6
-    d, info = msa(x, xw, z, return_info=True)
+    assert msa_distance(x, 4.0 * x @ q - 2.0, z) < 1e-6
+    d, info = msa_distance(x, xw, z, return_info=True)
     assert d > 1.0 and info["pointwise"].shape == (1500,)
     # shared reparametrisation of the coordinates: to first order in the neighbourhood size
     u = np.stack([z[:, 0] + 0.3 * z[:, 1] ** 3, z[:, 1]], 1)
-    assert msa(x, y, u) == pytest.approx(msa(x, y, z), rel=0.15)
+    assert msa_distance(x, y, u) == pytest.approx(msa_distance(x, y, z), rel=0.15)
 
 
 def test_sample_msa_without_coordinates_uses_local_charts():
     z, x, y, xw = _samples()
     assert estimate_intrinsic_dim(x) == 2
     q = np.linalg.qr(np.random.default_rng(6).normal(size=(24, 24)))[0]
-    assert msa(x, 3.0 * x @ q) < 1e-6
-    assert msa(x, xw) > 0.5
+    assert msa_distance(x, 3.0 * x @ q) < 1e-6
+    assert msa_distance(x, xw) > 0.5
     gx, gy = local_chart_metrics(x, y, 2)
     assert gx.shape == gy.shape == (1500, 2, 2)
     np.testing.assert_allclose(np.median(np.linalg.eigvalsh(gx), axis=0), 1.0, atol=0.05)  # near-isometric chart
@@ -168,15 +174,15 @@ def test_sample_msa_without_coordinates_uses_local_charts():
 def test_sample_msa_validation():
     z, x, y, _ = _samples(n=50)
     with pytest.raises(ValueError, match="same number of samples"):
-        msa(x, y[:-1])
+        msa_distance(x, y[:-1])
     with pytest.raises(ValueError, match="constant"):
-        msa(x, np.ones_like(y), z)
+        msa_distance(x, np.ones_like(y), z)
     with pytest.raises(ValueError, match="Z and X must have the same number"):
-        msa(x, y, z[:-1])
+        msa_distance(x, y, z[:-1])
     with pytest.raises(ValueError, match="finite"):
-        msa(x, np.where(y > 0.5, np.nan, y), z)
+        msa_distance(x, np.where(y > 0.5, np.nan, y), z)
     with pytest.raises(ValueError, match="intrinsic_dim"):
-        msa(x, y, intrinsic_dim=0)
+        msa_distance(x, y, intrinsic_dim=0)
 
 
 # ------------------------------------------------------------------ the experiment's pieces
@@ -235,13 +241,30 @@ def test_singular_metrics_warn_and_can_be_excluded():
         msa_from_metrics(a, b, rank="drop")
 
 
-def test_msa_function_is_reachable_from_the_field_package():
+def test_geode_analysis_msa_is_the_module_and_msa_distance_the_function():
+    import importlib
+
+    import geode.analysis
+    from geode.analysis import msa as msa_pkg
+    from geode.analysis import msa_distance as from_field
+
+    mod = importlib.import_module("geode.analysis.msa")
+    assert geode.analysis.msa is mod and msa_pkg is mod  # the package is no longer shadowed by its function
+    assert mod.__name__ == "geode.analysis.msa" and mod.__doc__.startswith("MSA: metric similarity analysis")
+    assert from_field is msa_distance is mod.msa_distance
+    assert "msa" not in geode.analysis.__all__ and "msa_distance" in geode.analysis.__all__
+
+
+def test_import_geode_analysis_msa_as_gives_the_module_in_a_fresh_interpreter():
+    import subprocess
     import sys
 
-    from geode.analysis import msa as msa_fn
-
-    assert callable(msa_fn) and msa_fn is msa
-    assert hasattr(sys.modules["geode.analysis.msa"], "msa_from_metrics")  # the package stays importable
+    code = (
+        "import geode.analysis.msa.claim; import geode.analysis.msa as m; from geode.analysis import msa; "
+        "print(m.__name__, msa is m, callable(m.msa_distance))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["geode.analysis.msa", "True", "True"]
 
 
 def test_warp_sensitivity_reads_each_measure_against_its_noise_floor():

@@ -17,9 +17,9 @@ from geode.analysis.weight_drift import (
     QuantileReLU,
     ReLU2,
     SparsityMonitor,
+    downstream_drift,
     expected_preactivation_gradient,
     make_activation,
-    weight_drift,
 )
 
 torch.set_num_threads(1)
@@ -29,18 +29,18 @@ def test_weight_drift_of_a_constant_shift_is_the_shift_over_the_initial_std():
     g = torch.Generator().manual_seed(0)
     w0 = torch.randn(30, 20, generator=g, dtype=torch.float64)
     hist = [{"a": w0, "b": 2 * w0}, {"a": w0 - 0.3, "b": 2 * w0 + 0.1}]
-    d = weight_drift(hist)
+    d = downstream_drift(hist)
     assert d["a"][0] == 0 and d["b"][0] == 0
     assert d["a"][1] == pytest.approx(-0.3 / float(w0.double().std()), rel=1e-9)
     assert d["b"][1] == pytest.approx(0.1 / float((2 * w0).double().std()), rel=1e-9)
-    raw = weight_drift([[w0], [w0 - 0.3]], relative=False)
+    raw = downstream_drift([[w0], [w0 - 0.3]], relative=False)
     assert raw["0"][1] == pytest.approx(-0.3, abs=1e-6)
 
 
 def test_weight_drift_is_invariant_to_a_zero_mean_permutation():
     w0 = torch.randn(10, 10, generator=torch.Generator().manual_seed(1))
     perm = w0.flatten()[torch.randperm(100)].reshape(10, 10)
-    assert weight_drift([[w0], [perm]])["0"][1] == pytest.approx(0.0, abs=1e-7)
+    assert downstream_drift([[w0], [perm]])["0"][1] == pytest.approx(0.0, abs=1e-7)
 
 
 @pytest.mark.parametrize(
@@ -54,7 +54,7 @@ def test_weight_drift_is_invariant_to_a_zero_mean_permutation():
 )
 def test_weight_drift_refuses_bad_histories(hist, match):
     with pytest.raises(ValueError, match=match):
-        weight_drift(hist)
+        downstream_drift(hist)
 
 
 @pytest.mark.parametrize("s", [0.3, 0.6, 0.9])

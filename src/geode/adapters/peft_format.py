@@ -202,3 +202,31 @@ def load_peft_lora(model: nn.Module, path: str | Path, *, factory: type[LoRALine
         setattr(parent, leaf, new)
         done.append(name)
     return done
+
+
+def refused_layer_types(method: str) -> dict[type, type]:
+    """For a PEFT custom-module config of ``method``: every non-``nn.Linear`` layer type, mapped to a raising class.
+
+    ``LoraConfig._register_custom_module`` replaces only the layer types it is given; a targeted GPT-2 ``Conv1D``,
+    embedding or convolution would silently become a plain LoRA layer. Registering these classes makes
+    ``get_peft_model`` raise a ``TypeError`` that names ``method`` instead.
+    """
+
+    class Refused:
+        def __init__(self, target: Any, adapter_name: str, config: Any = None, **kwargs: Any) -> None:
+            base = target.get_base_layer() if hasattr(target, "get_base_layer") else target
+            raise TypeError(
+                f"{method} supports nn.Linear targets only; target_modules matched a {type(base).__name__} "
+                f"(GPT-2-style Conv1D, embedding or convolution) that would silently become a plain LoRA layer. "
+                "Narrow target_modules, use a plain peft.LoraConfig for those layers, or a model with nn.Linear "
+                "projections."
+            )
+
+    Refused.__name__ = Refused.__qualname__ = f"Refused{''.join(c for c in method if c.isalnum())}Layer"
+    out: dict[type, type] = {t: Refused for t in (nn.Embedding, nn.Conv1d, nn.Conv2d, nn.Conv3d)}
+    try:
+        from transformers.pytorch_utils import Conv1D
+    except ImportError:  # pragma: no cover - transformers is in the llm extra with peft
+        return out
+    out[Conv1D] = Refused
+    return out

@@ -55,6 +55,60 @@ Details we inferred (the notes we had do not fix them):
 - Padding: :func:`class_features` (and the training and prediction functions) take the
   ``attention_mask`` of a right-padded batch and read the last real token; without a mask every row
   is taken as unpadded (the claim's task has fixed-length inputs).
+
+PoLAR in Hugging Face PEFT: :func:`polar_config` is PoLAR's ``LoraConfig`` for ``get_peft_model`` (``lora_A``
+:math:`= Y^\top`, ``lora_B`` :math:`= X`, ``lora_S`` :math:`= \Theta`, the layout of the PoLAR authors' PEFT layer);
+train it with :class:`LandingAdamW` over :func:`polar_parameter_groups` (plain AdamW does not keep the frames
+orthonormal), then ``save_pretrained`` / ``PeftModel.from_pretrained(base, path,
+config=polar_config(from_checkpoint=path))`` / ``merge_and_unload``. Its checkpoints hold three tensors per layer,
+so plain-LoRA loaders (vLLM, a plain ``LoraConfig``) cannot read them; for a plain LoRA checkpoint train geode's
+:class:`PoLARLinear` (:func:`geode.adapters.inject_adapters`) and export with
+:func:`geode.adapters.save_peft_lora` (:math:`B = X\Theta`, :math:`A = Y^\top`), or merge.
+
+Examples
+--------
+A PoLAR adapter starts as its base layer (Θ = 0) and trains along the landing field, which keeps its frames X, Y
+near the Stiefel manifold without retractions:
+
+>>> import torch
+>>> from torch import nn
+>>> from geode.adapters import (
+...     LandingAdamW, PoLARLinear, VBLLClassifier, expected_calibration_error, polar_parameter_groups)
+>>> _ = torch.manual_seed(0)
+>>> base = nn.Linear(12, 10)
+>>> layer = PoLARLinear(base, r=3)
+>>> x = torch.randn(256, 12)
+>>> torch.equal(layer(x), base(x))
+True
+>>> shift = torch.randn(10, 2) @ torch.randn(2, 12) / 4  # a rank-2 change of the weight
+>>> target = (base(x) + x @ shift.T).detach()
+>>> opt = LandingAdamW(polar_parameter_groups(layer, lr=1e-2))
+>>> losses = []
+>>> for _ in range(100):
+...     opt.zero_grad()
+...     loss = (layer(x) - target).pow(2).mean()
+...     loss.backward()
+...     opt.step()
+...     losses.append(loss.item())
+>>> losses[-1] < 0.5 * losses[0], layer.orthogonality_error() < 0.05
+(True, True)
+
+A variational Bayesian last layer on features, with its Monte Carlo predictive:
+
+>>> feats = torch.randn(400, 8)
+>>> labels = (feats[:, 0] + 0.7 * torch.randn(400) > 0).long()
+>>> head = VBLLClassifier(8, 2)
+>>> opt = torch.optim.AdamW(head.parameters(), lr=3e-2)
+>>> for _ in range(150):
+...     opt.zero_grad()
+...     head.loss(feats, labels, n_train=400).backward()
+...     opt.step()
+>>> probs = head.predictive(feats, generator=torch.Generator().manual_seed(0))
+>>> probs.shape, bool(torch.allclose(probs.sum(1), torch.ones(400)))
+(torch.Size([400, 2]), True)
+>>> accuracy = (probs.argmax(1) == labels).float().mean().item()
+>>> accuracy > 0.75, expected_calibration_error(probs, labels) < 0.1
+(True, True)
 """
 
 from __future__ import annotations
@@ -65,6 +119,7 @@ from geode.adapters.polar_vbll.polar import (
     landing_field,
     orthogonality_error,
     polar_adapters,
+    polar_config,
     polar_parameter_groups,
     retract_,
     stiefel_parameters,
@@ -82,6 +137,7 @@ __all__ = [
     "negative_log_likelihood",
     "orthogonality_error",
     "polar_adapters",
+    "polar_config",
     "polar_parameter_groups",
     "predict_proba",
     "retract_",

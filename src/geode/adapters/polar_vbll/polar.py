@@ -18,11 +18,18 @@ penalty :math:`\tfrac{\lambda}{4}\lVert X^\top X - I \rVert_F^2` that pulls back
 what :class:`LandingAdamW` does; an optional retraction (sign-fixed QR or polar factor) after the step
 puts :math:`X, Y` exactly back on the manifold. :math:`\Delta W` exports to LoRA's format as
 :math:`B = X \Theta`, :math:`A = Y^\top`.
+
+Inside Hugging Face PEFT, :func:`polar_config` makes ``get_peft_model`` build PoLAR layers (the layout of the
+PoLAR authors' PEFT layer): ``lora_A`` holds :math:`Y^\top` (a *row* frame, flagged ``stiefel = "rows"``),
+``lora_B`` holds :math:`X`, ``lora_S`` holds :math:`\Theta`; :class:`LandingAdamW` with
+:func:`polar_parameter_groups` trains them as it trains :class:`PoLARLinear`.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -38,6 +45,7 @@ __all__ = [
     "landing_field",
     "orthogonality_error",
     "polar_adapters",
+    "polar_config",
     "polar_parameter_groups",
     "retract_",
     "stiefel_parameters",
@@ -45,7 +53,9 @@ __all__ = [
 
 
 def landing_field(x: torch.Tensor, grad: torch.Tensor, landing_lambda: float = 1.0) -> torch.Tensor:
-    r"""The landing field :math:`(\nabla X^\top - X \nabla^\top) X + \lambda X (X^\top X - I)` of a tall ``x``.
+    r"""The landing field of a tall frame ``x``: a step along the Stiefel manifold plus a pull back onto it.
+
+    :math:`\Lambda(X) = (\nabla X^\top - X \nabla^\top) X + \lambda X (X^\top X - I)`.
 
     Parameters
     ----------
@@ -73,9 +83,18 @@ def landing_field(x: torch.Tensor, grad: torch.Tensor, landing_lambda: float = 1
 
 
 def orthogonality_error(x: torch.Tensor) -> float:
-    r""":math:`\lVert X^\top X - I \rVert_F` of a tall frame ``x`` (0 on the Stiefel manifold)."""
+    r"""How far a frame is from orthonormal: ‖XᵀX − I‖_F (0 on the Stiefel manifold).
+
+    :math:`\lVert X^\top X - I \rVert_F` of a tall frame ``x``.
+
+    A wide ``x`` (more columns than rows, such as PEFT's ``lora_A`` :math:`= Y^\top`) is a row frame: the error is
+    :math:`\lVert X X^\top - I \rVert_F`.
+    """
+    x = x.detach()
+    if x.shape[-2] < x.shape[-1]:
+        x = x.mT
     eye = torch.eye(x.shape[-1], dtype=x.dtype, device=x.device)
-    return float((x.detach().mT @ x.detach() - eye).norm())
+    return float((x.mT @ x - eye).norm())
 
 
 def _random_stiefel(p: int, r: int, like: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
@@ -84,7 +103,9 @@ def _random_stiefel(p: int, r: int, like: torch.Tensor, generator: torch.Generat
 
 
 class PoLARLinear(AdapterLinear):
-    r"""PoLAR around a frozen ``nn.Linear``: :math:`y = W x + b + s\, X \Theta Y^\top x`.
+    r"""PoLAR around a frozen ``nn.Linear``: y = W x + b + s·X Θ Yᵀ x, with orthonormal frames X and Y.
+
+    :math:`y = W x + b + s\, X \Theta Y^\top x`.
 
     Parameters
     ----------
@@ -151,8 +172,16 @@ class PoLARLinear(AdapterLinear):
 
 
 def stiefel_parameters(model: nn.Module) -> list[nn.Parameter]:
-    """The parameters of ``model`` flagged ``stiefel`` (the ``X``, ``Y`` of its PoLAR adapters)."""
+    """The parameters of ``model`` flagged ``stiefel`` (the ``X``, ``Y`` of its PoLAR adapters).
+
+    ``stiefel = True`` marks a column frame (orthonormal columns, :math:`X^\top X = I`); ``stiefel = "rows"`` a row
+    frame (orthonormal rows), as PEFT's ``lora_A`` :math:`= Y^\top` of a :func:`polar_config` model.
+    """
     return [p for p in model.parameters() if getattr(p, "stiefel", False)]
+
+
+def _is_row_frame(p: torch.Tensor, group_flag: Any = None) -> bool:
+    return group_flag == "rows" or getattr(p, "stiefel", None) == "rows"
 
 
 def polar_parameter_groups(
@@ -166,16 +195,20 @@ def polar_parameter_groups(
     """Parameter groups for :class:`LandingAdamW`: the Stiefel frames, then every other trainable parameter.
 
     The frames get no weight decay (it would pull them off the manifold); ``lr_theta`` (default
-    ``lr``) is the rate of everything else (``theta``, heads, ...).
+    ``lr``) is the rate of everything else (``theta``, heads, ...). Column frames (``X``, ``Y`` of
+    :class:`PoLARLinear`, PEFT's ``lora_B``) form a group with ``stiefel=True``; row frames (PEFT's
+    ``lora_A`` :math:`= Y^\top` in a :func:`polar_config` model) a group with ``stiefel="rows"``.
     """
-    frames = stiefel_parameters(model)
+    frames = [p for p in stiefel_parameters(model) if p.requires_grad]
     ids = {id(p) for p in frames}
     rest = [p for p in model.parameters() if p.requires_grad and id(p) not in ids]
     groups: list[dict[str, Any]] = []
-    if frames:
-        groups.append(
-            {"params": frames, "lr": lr, "stiefel": True, "landing_lambda": landing_lambda, "weight_decay": 0.0}
-        )
+    for flag in (True, "rows"):
+        these = [p for p in frames if _is_row_frame(p) == (flag == "rows")]
+        if these:
+            groups.append(
+                {"params": these, "lr": lr, "stiefel": flag, "landing_lambda": landing_lambda, "weight_decay": 0.0}
+            )
     if rest:
         groups.append({"params": rest, "lr": lr if lr_theta is None else lr_theta, "weight_decay": weight_decay})
     if not groups:
@@ -183,13 +216,19 @@ def polar_parameter_groups(
     return groups
 
 
-def retract_(params: Iterable[torch.Tensor], method: str = "qr") -> None:
-    """Put each tall frame exactly back on the Stiefel manifold, in place (sign-fixed QR or polar factor)."""
+def retract_(params: Iterable[torch.Tensor], method: str = "qr", *, rows: bool = False) -> None:
+    """Put each frame exactly back on the Stiefel manifold, in place (sign-fixed QR or polar factor).
+
+    A frame is a tall matrix with orthonormal columns, or, when ``rows`` is true or it is flagged
+    ``stiefel = "rows"``, a wide one with orthonormal rows (it is retracted as its transpose).
+    """
     check_choice("method", method, ("qr", "polar"))
     with torch.no_grad():
         for p in params:
-            q = sign_fixed_qr(p)[0] if method == "qr" else polar(p)[0]
-            p.copy_(q)
+            t = rows or _is_row_frame(p)
+            m = p.mT if t else p
+            q = sign_fixed_qr(m)[0] if method == "qr" else polar(m)[0]
+            p.copy_(q.mT if t else q)
 
 
 class LandingAdamW(torch.optim.AdamW):
@@ -198,7 +237,9 @@ class LandingAdamW(torch.optim.AdamW):
     Before AdamW's step the gradient of every such frame :math:`X` is replaced by
     :math:`\Lambda(X)` (:func:`landing_field`, weight ``landing_lambda`` of the group, default 1);
     with ``retraction="qr"`` or ``"polar"`` in the group, the frame is retracted after the step.
-    Build the groups with :func:`polar_parameter_groups`.
+    A group with ``stiefel="rows"`` (or a parameter flagged so) holds row frames, such as PEFT's
+    ``lora_A`` :math:`= Y^\top`: they step along :math:`\Lambda(X^\top)^\top`. Build the groups with
+    :func:`polar_parameter_groups`.
 
     Examples
     --------
@@ -214,16 +255,85 @@ class LandingAdamW(torch.optim.AdamW):
                 loss = closure()
         with torch.no_grad():
             for group in self.param_groups:
-                if group.get("stiefel", False):
+                flag = group.get("stiefel", False)
+                if flag:
                     lam = group.get("landing_lambda", 1.0)
                     for p in group["params"]:
-                        if p.grad is not None:
+                        if p.grad is None:
+                            continue
+                        if _is_row_frame(p, flag):
+                            p.grad.copy_(landing_field(p.mT, p.grad.mT, lam).mT)
+                        else:
                             p.grad.copy_(landing_field(p, p.grad, lam))
         super().step()
         for group in self.param_groups:
             if group.get("stiefel", False) and group.get("retraction") is not None:
-                retract_(group["params"], group["retraction"])
+                retract_(group["params"], group["retraction"], rows=group["stiefel"] == "rows")
         return loss
+
+
+def polar_config(*, from_checkpoint: str | Path | None = None, **lora_config_kwargs: Any) -> Any:
+    r"""A ``peft.LoraConfig`` whose ``nn.Linear`` targets become PoLAR layers in ``get_peft_model`` (needs ``peft``).
+
+    The layers (:class:`~geode.adapters.polar_vbll.peft_layer.PoLARPeftLinear`) hold ``lora_A`` :math:`= Y^\top`,
+    ``lora_B`` :math:`= X` and ``lora_S`` :math:`= \Theta`, so :math:`\Delta W = s X \Theta Y^\top` with
+    :math:`s = \alpha/r`. They start as the base model (:math:`\Theta = 0`; orthonormal frames drawn from torch's
+    global generator) and are trained with :class:`LandingAdamW` over :func:`polar_parameter_groups` of the PEFT
+    model (plain AdamW would let the frames drift off the manifold). ``merge_and_unload`` and ``save_pretrained``
+    are PEFT's. A checkpoint holds ``lora_A``, ``lora_S`` and ``lora_B`` and records ``init_lora_weights =
+    "polar"``: load it with ``PeftModel.from_pretrained(base, path, config=polar_config(from_checkpoint=path))``;
+    a plain ``LoraConfig`` refuses it. For a plain LoRA checkpoint (:math:`B = X\Theta`, :math:`A = Y^\top`),
+    train geode's :class:`PoLARLinear` (:func:`geode.adapters.inject_adapters`) and export it with
+    :func:`geode.adapters.save_peft_lora`, or merge.
+
+    Uses PEFT's experimental custom-module hook ``LoraConfig._register_custom_module``; any other targeted layer
+    type (GPT-2's ``Conv1D``, embeddings, convolutions) makes ``get_peft_model`` raise a ``TypeError``.
+
+    Parameters
+    ----------
+    from_checkpoint : str or Path, optional
+        A folder written by ``save_pretrained`` of a PoLAR PEFT model: its LoRA settings are read back.
+    **lora_config_kwargs
+        Passed to ``peft.LoraConfig`` (``r``, ``lora_alpha``, ``target_modules``, ``lora_dropout``, ...).
+        ``use_dora``, ``lora_bias``, ``use_rslora``, ``fan_in_fan_out`` and an ``init_lora_weights`` other than
+        ``True`` are refused.
+
+    Examples
+    --------
+    >>> from peft import get_peft_model  # doctest: +SKIP
+    >>> model = get_peft_model(model, polar_config(r=8, lora_alpha=16, target_modules=["q_proj"]))  # doctest: +SKIP
+    >>> opt = LandingAdamW(polar_parameter_groups(model, lr=4e-3))  # doctest: +SKIP
+    """
+    try:
+        from peft import LoraConfig
+    except ImportError:  # pragma: no cover - peft is in the llm extra
+        raise ImportError("PoLAR in PEFT needs peft: pip install 'geode[llm]'") from None
+    from geode.adapters.peft_format import refused_layer_types
+    from geode.adapters.polar_vbll.peft_layer import INIT, PoLARPeftLinear
+
+    for key in ("use_dora", "lora_bias", "use_rslora", "fan_in_fan_out"):
+        if lora_config_kwargs.get(key):
+            raise ValueError(f"{key}: PoLAR supports plain LoRA settings only")
+    if from_checkpoint is not None:
+        if lora_config_kwargs:
+            raise ValueError("pass either from_checkpoint or LoRA settings, not both")
+        folder = Path(from_checkpoint)
+        cfg_file = folder / "adapter_config.json"
+        if not cfg_file.is_file():
+            raise FileNotFoundError(f"{folder} holds no adapter_config.json")
+        saved = json.loads(cfg_file.read_text(encoding="utf-8")).get("init_lora_weights")
+        if saved != INIT:
+            raise ValueError(f"{folder} is not a PoLAR checkpoint (init_lora_weights={saved!r}, not {INIT!r})")
+        cfg = LoraConfig.from_pretrained(str(folder))
+    else:
+        init = lora_config_kwargs.pop("init_lora_weights", INIT)
+        if init not in (INIT, True):
+            raise ValueError(f"init_lora_weights: PoLAR initialises itself (Θ = 0, orthonormal frames); got {init!r}")
+        cfg = LoraConfig(init_lora_weights=INIT, **lora_config_kwargs)
+    mapping: dict[type, type] = {nn.Linear: PoLARPeftLinear}
+    mapping.update(refused_layer_types("PoLAR"))
+    cfg._register_custom_module(mapping)
+    return cfg
 
 
 def polar_adapters(model: nn.Module) -> dict[str, PoLARLinear]:

@@ -65,7 +65,7 @@ __all__ = [
 
 
 def sama_delta(left: torch.Tensor, right: torch.Tensor, scaling: float = 1.0) -> torch.Tensor:
-    r"""The SaMA update :math:`\Delta W` from its blocks.
+    r"""The SaMA update ΔW from its blocks.
 
     Parameters
     ----------
@@ -232,7 +232,9 @@ def inject_sama(model: nn.Module, config: SaMAConfig, *, seed: int = 0) -> list[
 
 
 def effective_rank(w: torch.Tensor) -> float:
-    r"""Roy-Vetterli effective rank :math:`\exp(-\sum_i \bar\sigma_i \log \bar\sigma_i)`.
+    r"""Roy-Vetterli effective rank of a matrix: the exponential of the entropy of its normalised singular values.
+
+    :math:`\exp(-\sum_i \bar\sigma_i \log \bar\sigma_i)`.
 
     :math:`\bar\sigma = \sigma / \sum_i \sigma_i`, the normalised singular values of ``w``.
     """
@@ -245,7 +247,9 @@ def effective_rank(w: torch.Tensor) -> float:
 
 
 def jacobian_nullity(adapter: AdapterLinear, *, tol: float = 1e-8) -> int:
-    r"""Dimension of the kernel of :math:`\partial \operatorname{vec}\Delta W / \partial \theta` at the adapter's
+    r"""Number of flat directions of an adapter: the nullity of the Jacobian of ΔW in its parameters.
+
+    Dimension of the kernel of :math:`\partial \operatorname{vec}\Delta W / \partial \theta` at the adapter's
     current parameters (float64, relative singular-value tolerance ``tol``). Meant for small layers."""
     names = [n for n, p in adapter.named_parameters() if p.requires_grad]
     params = tuple(p.detach().double() for n, p in adapter.named_parameters() if p.requires_grad)
@@ -268,15 +272,16 @@ def jacobian_nullity(adapter: AdapterLinear, *, tol: float = 1e-8) -> int:
 
 
 def sama_nullity_theory(blocks_in: int, blocks_out: int, rank: int, d: int, b: int) -> int:
-    r"""Generic Jacobian nullity of relaxed SaMA: :math:`pc\,k^2` (:math:`GL(k)` per block pair), when
-    :math:`k \le \min(d, b)`; :math:`k = 1` gives the diagonal group."""
+    r"""Generic Jacobian nullity of relaxed SaMA: p·c·k² (GL(k) per block pair), when k ≤ min(d, b).
+
+    :math:`k = 1` gives the diagonal group."""
     if rank > min(d, b):
         raise ValueError(f"rank must be <= min(d, b) = {min(d, b)} for the generic formula; got {rank}")
     return blocks_in * blocks_out * rank * rank
 
 
 def lora_nullity_theory(r: int, m: int, n: int) -> int:
-    r"""Generic Jacobian nullity of LoRA: :math:`r^2` (the :math:`GL(r)` gauge), when :math:`r \le \min(m, n)`."""
+    r"""Generic Jacobian nullity of LoRA: r² (the GL(r) gauge), when r ≤ min(m, n)."""
     if r > min(m, n):
         raise ValueError(f"r must be <= min(m, n) = {min(m, n)}; got {r}")
     return r * r

@@ -49,7 +49,7 @@ _TYPES = ("global", "patch", "text")
 def cache_logits(
     f: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, *, alpha: float, beta: float
 ) -> torch.Tensor:
-    r"""Tip-Adapter's cache term :math:`\alpha \exp(-\beta(1 - f F^\top)) L`.
+    r"""Tip-Adapter's training-free cache term α exp(−β(1 − f Fᵀ)) L.
 
     Parameters
     ----------

@@ -53,27 +53,8 @@ class SDSPeftLinearPolar(SDSPeftLinear):
     sds_basis = "polar"
 
 
-class _RefusedLayer:
-    """Registered for every non-``nn.Linear`` layer type: SDS-LoRA is defined for ``nn.Linear`` only."""
-
-    def __init__(self, target: Any, adapter_name: str, config: Any = None, **kwargs: Any) -> None:
-        base = target.get_base_layer() if hasattr(target, "get_base_layer") else target
-        raise TypeError(
-            f"SDS-LoRA supports nn.Linear targets only; target_modules matched a {type(base).__name__} "
-            f"(GPT-2-style Conv1D, embedding or convolution) that would silently become a plain LoRA layer. "
-            "Narrow target_modules, use a plain peft.LoraConfig for those layers, or a model with nn.Linear "
-            "projections."
-        )
-
-
 def refused_layer_types() -> dict[type, type]:
     """Layer types that :func:`~geode.adapters.sds_lora.sds_lora_config` refuses (mapped to a raising class)."""
-    from torch import nn
+    from geode.adapters.peft_format import refused_layer_types as field_refused
 
-    out: dict[type, type] = {t: _RefusedLayer for t in (nn.Embedding, nn.Conv1d, nn.Conv2d, nn.Conv3d)}
-    try:
-        from transformers.pytorch_utils import Conv1D
-    except ImportError:  # pragma: no cover - transformers is in the llm extra with peft
-        return out
-    out[Conv1D] = _RefusedLayer
-    return out
+    return field_refused("SDS-LoRA")

@@ -76,7 +76,7 @@ def orthonormal_basis(m: torch.Tensor, method: str = "polar") -> torch.Tensor:
 def sds_lora_gradients(
     grad_weight: torch.Tensor, lora_A: torch.Tensor, lora_B: torch.Tensor, scaling: float, basis: str = "polar"
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    r"""The closed-form SDS-LoRA gradients :math:`(s Q_B^\top G,\; s G Q_A)` from a full gradient :math:`G`.
+    r"""The closed-form SDS-LoRA gradients (s Q_Bᵀ G, s G Q_A) of the factors, from a full gradient G.
 
     Parameters
     ----------
@@ -134,7 +134,7 @@ class _SDSFunction(torch.autograd.Function):
 def sds_lora_delta(
     x: torch.Tensor, lora_A: torch.Tensor, lora_B: torch.Tensor, scaling: float, basis: str = "polar"
 ) -> torch.Tensor:
-    r"""The adapter output :math:`s\, B A x` (LoRA's value) with SDS-LoRA's backward.
+    r"""The adapter output s·B A x (LoRA's value) with SDS-LoRA's backward (a functional form of the layer).
 
     Parameters
     ----------

@@ -55,6 +55,24 @@ the decoder in closed form (constrained ridge). Its inferred details:
   MLP (spliced-in FVU reported, not thresholded).
 - Left out: transcoders, causal (ablation/patching) faithfulness and LM experiments (GPT-2/Gemma SAEs
   live on the HF hub, which is offline here), and the quadratic-bound slope.
+
+Examples
+--------
+A TopK dictionary trained on in-distribution activations, realigned to rotated (OOD) activations:
+
+>>> from geode.analysis import GAE, fvu, planted_features, sample_activations, train_sae
+>>> pf = planted_features(0, d=32, m=64, k_active=8, p_active=3 / 64)   # sparse features in an 8-d subspace
+>>> x_id = sample_activations(pf, 3000, seed=1)                           # in-distribution activations
+>>> sae = train_sae(x_id, 64, activation="topk", k=4, steps=300, batch_size=128)
+>>> x_ood = sample_activations(pf, 1000, seed=2, theta_deg=45.0, scale=1.25)  # shift: the features rotate
+>>> x_test = sample_activations(pf, 1000, seed=3, theta_deg=45.0, scale=1.25)
+>>> gae = GAE().fit(sae, x_ood, X_id=x_id[:1000])       # closed form from unlabeled OOD data, no training
+>>> round(gae.gap_, 1), bool(gae.gap_after_ < 1e-6)     # faithfulness gap before and after the realignment
+(2.1, True)
+>>> bool(fvu(gae.adapted_, x_test) < fvu(sae, x_test))  # the realigned dictionary explains OOD data better
+True
+>>> gae.adapted_.W_dec.shape == sae.W_dec.shape         # the same features, in the same order
+True
 """
 
 from __future__ import annotations

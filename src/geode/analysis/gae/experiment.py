@@ -58,6 +58,7 @@ __all__ = [
 ]
 
 SHIFT_KINDS = ("rotation", "stretch", "new_features", "warp")
+"""The kinds of distribution shift :func:`shifted_activations` makes (see the module docstring)."""
 
 
 @dataclass(frozen=True)

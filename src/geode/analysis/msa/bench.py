@@ -24,7 +24,7 @@ def cases(size: str) -> list[BenchCase]:
     import numpy as np
     import torch
 
-    from geode.analysis.msa import msa, msa_from_metrics
+    from geode.analysis.msa import msa_distance, msa_from_metrics
     from geode.analysis.msa.experiment import _random_mlp, make_embedding
     from geode.analysis.pullback import pullback_metric
     from geode.analysis.similarity import linear_cka, rsa
@@ -54,7 +54,7 @@ def cases(size: str) -> list[BenchCase]:
         return rsa(*reps())
 
     def samples() -> float:
-        return float(msa(*reps(), z.numpy()))
+        return float(msa_distance(*reps(), z.numpy()))
 
     return [
         BenchCase(

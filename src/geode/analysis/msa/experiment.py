@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from geode.analysis.msa.metric import msa, msa_from_metrics
+from geode.analysis.msa.metric import msa_distance, msa_from_metrics
 from geode.analysis.pullback import pullback_metric
 from geode.analysis.similarity import linear_cka, procrustes_distance, rsa
 from geode.core.random import as_generator, torch_generator
@@ -245,8 +245,8 @@ def property_checks(seed: int, *, n_points: int = 400, width: int = 128) -> dict
     out["cka_rotation"] = linear_cka(x_a, x_r)
     out["cka_scale"] = linear_cka(x_a, x_s)
     zn = z.numpy()
-    out["msa_samples_warp"] = msa(x_a, x_w, zn)
-    out["msa_samples_rotation"] = msa(x_a, x_r, zn)
+    out["msa_samples_warp"] = msa_distance(x_a, x_w, zn)
+    out["msa_samples_rotation"] = msa_distance(x_a, x_r, zn)
     out["z"] = zn
     return out
 
@@ -388,7 +388,7 @@ def pairwise_distances(
         warnings.simplefilter("ignore", SingularMetricWarning)  # counted by the caller where it matters
         return {
             "msa": _pairwise(idx, lambda i, j: msa_from_metrics(metrics[i], metrics[j])),
-            "msa_samples": _pairwise(idx, lambda i, j: msa(reps[i], reps[j], z)),
+            "msa_samples": _pairwise(idx, lambda i, j: msa_distance(reps[i], reps[j], z)),
             "cka": _pairwise(idx, lambda i, j: 1.0 - linear_cka(reps[i], reps[j])),
             "rsa": _pairwise(idx, lambda i, j: 1.0 - rsa(reps[i], reps[j])),
             "procrustes": _pairwise(idx, lambda i, j: procrustes_distance(reps[i], reps[j])),

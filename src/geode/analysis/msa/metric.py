@@ -56,7 +56,7 @@ __all__ = [
     "SingularMetricWarning",
     "estimate_intrinsic_dim",
     "local_chart_metrics",
-    "msa",
+    "msa_distance",
     "msa_from_metrics",
     "spectral_ratios",
 ]
@@ -246,8 +246,10 @@ def msa_from_metrics(
 
 
 def estimate_intrinsic_dim(X: Any, *, n_neighbors: int = 12, variance: float = 0.9) -> int:
-    r"""Intrinsic dimension by local PCA: the median, over points, of the number of principal components
-    of a point's ``k``-neighbourhood needed to explain ``variance`` of its local variance.
+    r"""Intrinsic dimension by local PCA (the median over points of the local number of components).
+
+    The number of principal components of a point's ``k``-neighbourhood needed to explain ``variance`` of its
+    local variance; the estimate is its median over the points.
 
     A simple estimator (Fukunaga and Olsen, 1971); adequate when neighbourhoods are small compared with
     the manifold's curvature radius.
@@ -299,7 +301,7 @@ def local_chart_metrics(X: Any, Y: Any, dim: int, *, n_neighbors: int | None = N
     return out[0], out[1]
 
 
-def msa(
+def msa_distance(
     X: Any,
     Y: Any,
     Z: Any = None,
@@ -322,6 +324,9 @@ def msa(
     dimension of the charts is ``intrinsic_dim`` or the local-PCA estimate of
     :func:`estimate_intrinsic_dim`. When a differentiable model is at hand, prefer exact metrics:
     ``msa_from_metrics(pullback_metric(f_A, Z), pullback_metric(f_B, Z))``.
+
+    Named ``msa`` before issue 43, a name that shadowed the package :mod:`geode.analysis.msa`; the old name and
+    calling the package still work, with a ``DeprecationWarning``.
 
     Parameters
     ----------

@@ -14,7 +14,7 @@ mean of :math:`W` negative, which pushes later pre-activations negative and, wit
 
 What this module measures:
 
-- :func:`weight_drift` -- the drift of the mean of each weight matrix over a training history,
+- :func:`downstream_drift` -- the drift of the mean of each weight matrix over a training history,
   :math:`\Delta_l(t) = (\overline{W_l(t)} - \overline{W_l(0)}) / \operatorname{std}(W_l(0))` (in units of
   the initial weight scale, so layers of any width compare);
 - :func:`expected_preactivation_gradient` -- the statistic of the paper's proposition,
@@ -53,9 +53,9 @@ __all__ = [
     "QuantileReLU",
     "ReLU2",
     "SparsityMonitor",
+    "downstream_drift",
     "expected_preactivation_gradient",
     "make_activation",
-    "weight_drift",
 ]
 
 
@@ -205,7 +205,7 @@ def make_activation(name: str, **kwargs: Any) -> nn.Module:
     return ACTIVATIONS[name](**kwargs)
 
 
-def weight_drift(
+def downstream_drift(
     history: Sequence[Mapping[str, Any]] | Sequence[Sequence[Any]], *, relative: bool = True
 ) -> dict[str, np.ndarray]:
     r"""The drift of the mean of each weight matrix over a training history.

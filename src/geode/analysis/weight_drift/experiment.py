@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from geode.analysis.weight_drift.drift import SparsityMonitor, make_activation, weight_drift
+from geode.analysis.weight_drift.drift import SparsityMonitor, downstream_drift, make_activation
 
 __all__ = ["DigitSplits", "TrainResult", "digits_splits", "make_net", "train_net"]
 
@@ -146,7 +146,7 @@ def train_net(
     return TrainResult(
         val_acc=val_acc if not diverged else 0.0,
         test_acc=test_acc if not diverged else 0.0,
-        drift=weight_drift(history),
+        drift=downstream_drift(history),
         sparsity=spars,
         final_loss=loss_v,
         diverged=diverged,

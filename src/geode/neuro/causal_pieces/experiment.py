@@ -51,6 +51,7 @@ INIT_GRID: tuple[InitConfig, ...] = tuple(
     [InitConfig(m, s) for m in (1.0, 1.5, 2.0, 4.0) for s in (0.1, 0.5, 1.5)]
     + [InitConfig(m, 1.0, positive=True) for m in (1.0, 1.5, 2.0, 4.0)]
 )
+"""The 16 weight initialisations of the all-spiking study (:func:`run_init_study`), from collapsed to rich."""
 
 
 def yinyang_spike_data(

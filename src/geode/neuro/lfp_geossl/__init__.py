@@ -25,6 +25,34 @@ probes), linear probes on frozen embeddings. Deliberate differences: a 2-layer d
 wav2vec2-base; 2-s windows at 250 Hz instead of upsampling to 16 kHz; no quantiser or diversity loss (targets
 are a linear map of the unmasked frames); region balanced accuracy (not plain accuracy) because regions are
 unbalanced along a probe; no fine-tuning stage.
+
+Examples
+--------
+Simulate one probe recording, then take geometry-contrastive steps on its single-channel windows:
+
+>>> import numpy as np, torch
+>>> from geode.neuro import REGIONS, LFPEncoder, ProbeLayout, geometry_contrastive_loss, simulate_session
+>>> from geode.neuro import welch_features
+>>> s = simulate_session(0, layout=ProbeLayout.linear(32, pitch=20.0), n_windows=4)   # one probe, 2-s windows
+>>> s.lfp.shape, s.fs, len(REGIONS)                      # (channels, windows, samples) at 250 Hz; 6 regions
+((32, 4, 500), 250.0, 6)
+>>> _ = torch.manual_seed(0)
+>>> encoder = LFPEncoder(dim=32)                         # single-channel windows -> embeddings
+>>> x = torch.as_tensor(s.lfp.reshape(-1, 500))          # every (channel, window) as one sample
+>>> depth = torch.as_tensor(np.repeat(s.layout.positions, 4), dtype=torch.float32)  # position on the shank
+>>> group = torch.arange(4).repeat(32)                   # positives: nearby channels of the same window
+>>> opt = torch.optim.Adam(encoder.parameters(), lr=1e-3)
+>>> losses = []
+>>> for step in range(3):
+...     loss = geometry_contrastive_loss(encoder(x), depth, group, delta=40.0)
+...     opt.zero_grad()
+...     loss.backward()
+...     opt.step()
+...     losses.append(loss.item())
+>>> bool(losses[-1] < losses[0])
+True
+>>> welch_features(s.lfp, s.fs).shape                    # the spectral baseline: log Welch PSD, 1-100 Hz
+(32, 4, 51)
 """
 
 from __future__ import annotations

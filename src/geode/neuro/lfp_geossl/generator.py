@@ -50,6 +50,7 @@ REGIONS: tuple[dict[str, Any], ...] = (
     {"name": "DG", "chi": 1.3, "peaks": ((7.0, 0.25, 1.0), (30.0, 0.02, 3.0)), "thickness": 260.0},
     {"name": "TH", "chi": 1.6, "peaks": ((12.0, 0.3, 1.2),), "thickness": 600.0},
 )
+"""The six regions of the simulated atlas, top to bottom: name, aperiodic exponent offset, peaks, thickness (µm)."""
 CHI_SLOPE_PER_MM = 0.4
 
 

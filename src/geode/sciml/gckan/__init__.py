@@ -37,6 +37,21 @@ Details we inferred (the paper does not fix them, or we could not read them):
   rate, clipping at 10) over the same learning-rate x L1 grid, selected on 2-fold CV; the spline's grid
   :math:`G \\in \\{1, 2, 3, 5, 10\\}` is picked per setting by the same CV. A "setting" is (equation,
   n_train, noise) with the median NRMSE over data draws.
+
+Examples
+--------
+A single edge recovers the exponent of a power law; the paper's network puts a learned exponent on every edge:
+
+>>> import torch
+>>> from geode.sciml import GCKAN, PAPER_EDGE, create_dataset, fit
+>>> data = create_dataset(lambda x: x * x.abs(), n_var=1, train_num=200, test_num=200)  # J_3(x) = sign(x)|x|^2
+>>> edge = GCKAN(width=[1, 1], **{**PAPER_EDGE, "tanh": False})  # one edge a J_p(w x + b) + d, p from 2.5
+>>> log = fit(edge, data, steps=200, lr=2e-2)               # pykan's model.fit, as a function
+>>> round(float(edge.learned_exponents()[0]), 2), bool(log["test_loss"][-1] < 1e-3)  # p finds the power law
+(3.0, True)
+>>> model = GCKAN(width=[2, 4, 1], **PAPER_EDGE)          # the paper's network: a learned p on every edge
+>>> model(torch.rand(8, 2)).shape, [tuple(p.shape) for p in model.learned_exponents()]
+(torch.Size([8, 1]), [(2, 4), (4, 1)])
 """
 
 from __future__ import annotations

@@ -61,8 +61,10 @@ def param_count(model: torch.nn.Module) -> int:
 
 
 def matched_mlp_width(d: int, target: int) -> int:
-    """Hidden width ``h`` of an MLP ``[d, h, h, 1]`` whose parameter count
-    :math:`(d+1)h + (h+1)h + h + 1` is closest to ``target``."""
+    """Hidden width ``h`` of the MLP ``[d, h, h, 1]`` whose parameter count is closest to ``target``.
+
+    The count is :math:`(d+1)h + (h+1)h + h + 1`.
+    """
     d = check_int("d", d, low=1)
     target = check_int("target", target, low=1)
     best, best_gap = 1, math.inf

@@ -52,6 +52,26 @@ What we inferred for :class:`ErrorPredictor` (our variant; the release uses the 
   with probability :math:`\propto (1 + |k_y|/8)^{-2}`), complex Gaussian noise :math:`\sigma = 0.01`; the fit
   minimises :math:`\|A g - y\|^2` over real images; errors are measured in image space.
 * **Shepp-Logan.** The standard ten-ellipse table, Toft's modified intensities by default.
+
+Examples
+--------
+Predict the error of every level of a truncated-SVD ladder without the image, then check it against the truth:
+
+>>> import numpy as np
+>>> from geode.sciml import ErrorPredictor, fit_family, shepp_logan
+>>> image = shepp_logan(64)                               # the signal to compress (64 x 64)
+>>> levels = [2, 4, 8, 16, 32]                            # truncated-SVD ranks, coarse to fine (nested)
+>>> ladder = fit_family("svd", image, levels)             # f_n for every level, shape (5, 64, 64)
+>>> pred = ErrorPredictor().fit(ladder).predict_global()  # from the ladder alone: no ground truth
+>>> np.round(pred.error, 1).tolist()
+[10.5, 8.7, 6.0, 1.9, 1.2]
+>>> true = np.linalg.norm((ladder - image).reshape(5, -1), axis=1)   # what it predicts (needs the image)
+>>> np.round(true, 1).tolist()
+[10.4, 8.6, 5.9, 1.5, 0.1]
+>>> bool(np.all((pred.lower <= true) & (true <= pred.upper)))       # inside the bound's bracket
+True
+>>> ErrorPredictor().fit(ladder, levels).heatmap(8).shape           # a local error map at rank 8
+(64, 64)
 """
 
 from __future__ import annotations

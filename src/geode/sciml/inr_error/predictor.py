@@ -71,15 +71,18 @@ __all__ = [
 
 
 class NotContractingWarning(UserWarning):
-    """The ladder's differences do not decay: the contraction estimate sits at its cap and every
-    prediction is dominated by the capped tail term (e.g. CP ladders whose errors fall additively, or an
-    inverse problem whose ladder converges to something other than the signal)."""
+    """The ladder's differences do not decay: the contraction estimate sits at its cap.
+
+    Every prediction is then dominated by the capped tail term (e.g. CP ladders whose errors fall additively, or
+    an inverse problem whose ladder converges to something other than the signal).
+    """
 
 
 def raw_rho(differences: Any) -> float:
-    """The unclipped contraction estimate: :math:`\\exp` of the least-squares slope of :math:`\\log d_k` on
-    :math:`k` over the positive differences (may be >= 1 for a ladder that is not contracting); 0 if the
-    finest difference is zero or fewer than two differences are positive.
+    """The unclipped contraction estimate: :math:`\\exp` of the slope of :math:`\\log d_k` against :math:`k`.
+
+    A least-squares slope over the positive differences (may be >= 1 for a ladder that is not contracting); 0 if
+    the finest difference is zero or fewer than two differences are positive.
 
     Examples
     --------

@@ -31,6 +31,7 @@ SHEPP_LOGAN_ELLIPSES: tuple[tuple[float, float, float, float, float, float], ...
     (0.01, 0.0230, 0.0230, 0.00, -0.6060, 0.0),
     (0.01, 0.0230, 0.0460, 0.06, -0.6050, 0.0),
 )
+"""The ten ellipses of the Shepp-Logan phantom: (intensity, a, b, x0, y0, phi in degrees), Shepp & Logan (1974)."""
 _MODIFIED_INTENSITIES = (1.0, -0.8, -0.2, -0.2, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1)
 
 

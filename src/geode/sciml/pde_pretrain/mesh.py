@@ -202,7 +202,7 @@ class Mesh:
     --------
     >>> m = Mesh(*icosphere(2))
     >>> m.n_vertices, round(m.area, 2)
-    (162, 12.43)
+    (162, 12.33)
     """
 
     def __init__(

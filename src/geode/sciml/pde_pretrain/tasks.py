@@ -42,7 +42,9 @@ __all__ = [
 ]
 
 N_FEATURES = 10
+"""Columns of :func:`node_features`: position (3), normal (3) and 4 task-condition channels, shared by all tasks."""
 HKS_TIMES = tuple(np.geomspace(0.01, 4.0, 8))  # fixed for all shapes (unit-sized): t in [4 ln10 / lam_max, ~ 2/lam_2]
+"""The 8 heat-kernel-signature times of the pretext targets (:func:`descriptor_targets`), log-spaced 0.01-4."""
 KAPPA_SCALE, R_SCALE, INCREMENT_SCALE = 0.04, 1.5, 0.05
 
 

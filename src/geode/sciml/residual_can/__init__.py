@@ -38,6 +38,22 @@ Details we inferred (the abstract does not fix them):
   ResidualCAN (fixed step-cost factors :data:`STEP_COST` from the benchmark) followed by 200 L-BFGS
   iterations per network (the notes' optional L-BFGS stage). The issue's step-matched protocol (same Adam
   steps, no L-BFGS) is reported beside; the verdict uses the equal-wall-clock one.
+
+Examples
+--------
+ResidualCAN as a PINN on stationary Allen-Cahn, against a SiLU MLP with the same Adam budget:
+
+>>> import torch
+>>> from geode.sciml import MLP, AllenCahn1D, ResidualCAN, train_pinn
+>>> net = ResidualCAN(1, 1, width=32, depth=1, n_nodes=64, domain=[(-1.0, 1.0)])  # Cauchy MLP + 64 Cauchy nodes
+>>> x = torch.linspace(-1, 1, 5)[:, None]
+>>> torch.equal(net(x), net.main(x))                     # the node residual starts switched off (a_m = 0)
+True
+>>> problem = AllenCahn1D(eps=1.0)                       # eps^2 u'' + u - u^3 = 0 on [-1, 1], u* = tanh(x / sqrt 2)
+>>> can = train_pinn(net, problem, n_collocation=64, steps=100, lr=1e-2, n_test=501)
+>>> silu = train_pinn(MLP([1, 64, 1], "silu"), problem, n_collocation=64, steps=100, lr=1e-2, n_test=501)
+>>> bool(can.rel_l2 < silu.rel_l2 / 5)                   # the same Adam budget: several times lower error
+True
 """
 
 from __future__ import annotations

@@ -127,7 +127,8 @@ class CauchyLoss(nn.Module):
 
 
 def cauchy_kernel(x: Tensor, centers: Tensor, widths: Tensor, lambda1: Tensor, lambda2: Tensor) -> Tensor:
-    """Width-normalised Cauchy node kernels
+    """Width-normalised Cauchy node kernels :math:`C_m(x)`, shape (E, n, M).
+
     :math:`C_m(x) = (d_m \\lambda_{1,m}^\\top (x-\\mu_m) + d_m^2 \\lambda_{2,m}) / (\\lVert x-\\mu_m\\rVert^2+d_m^2)`.
 
     Parameters

@@ -1,4 +1,4 @@
-"""HamJEPA: phase-space view embeddings (q, p) coupled by a learned Hamiltonian leapfrog predictor.
+r"""HamJEPA: phase-space view embeddings (q, p) coupled by a learned Hamiltonian leapfrog predictor.
 
 Paper: "Beyond Isotropy in JEPAs: Hamiltonian Geometry and Symplectic Prediction" (R. Jenkinson Alvarez,
 arXiv 2605.20107); code ``R02AJ/HamJEPA-HamSIGReg`` (read, not copied). Claim: putting the structural bias into
@@ -28,6 +28,48 @@ every arm, on validation) instead of fixed at 5e-4.
 
 Inferred (the authors' ablation script was not found): the MLP predictor is a residual GELU MLP of the same
 width and depth that takes the direction flag as an extra input, trained with the same loss and floors.
+
+Examples
+--------
+One training step on two augmented views of the user's images: the encoder gives phase-space states
+z = (q, p), the loss couples the views through the Hamiltonian predictor and keeps the floors against
+collapse:
+
+>>> import torch
+>>> from geode.ssl import HamJEPALoss, HamiltonianPredictor, PhaseSpaceCNN, price_of_isotropy
+>>> _ = torch.manual_seed(0)
+>>> encoder = PhaseSpaceCNN(width=16, token_channels=8, grid=2)
+>>> predictor = HamiltonianPredictor(encoder.state_dim, hidden=32)
+>>> objective = HamJEPALoss(predictor, encoder.state_dim)
+>>> opt = torch.optim.AdamW([*encoder.parameters(), *predictor.parameters()], lr=1e-3)
+>>> images = torch.rand(32, 1, 28, 28)
+>>> view_a = images + 0.1 * torch.randn_like(images)
+>>> view_b = images.flip(-1) + 0.1 * torch.randn_like(images)
+>>> z_a, z_b = encoder(view_a), encoder(view_b)
+>>> z_a.shape
+torch.Size([32, 32])
+>>> loss = objective(z_a, z_b)
+>>> opt.zero_grad()
+>>> loss.backward()
+>>> opt.step()
+>>> sorted(objective.last)
+['p_pr_norm', 'pred', 'q_pr_norm']
+
+The predictor is a symplectic map (its Jacobian J satisfies Jᵀ Ω J = Ω) and reversible:
+
+>>> z = torch.randn(1, 32)
+>>> jac = torch.autograd.functional.jacobian(lambda v: predictor(v[None])[0], z[0])
+>>> omega = torch.zeros(32, 32)
+>>> omega[:16, 16:], omega[16:, :16] = torch.eye(16), -torch.eye(16)
+>>> torch.allclose(jac.T @ omega @ jac, omega, atol=1e-4)
+True
+>>> torch.allclose(predictor(predictor(z), direction=-1), z, atol=1e-5)
+True
+
+The price an isotropic target pays under an anisotropic energy H (zero when H is a multiple of I):
+
+>>> price_of_isotropy(torch.eye(3)), round(price_of_isotropy(torch.diag(torch.tensor([1.0, 4.0]))), 4)
+(0.0, 0.4463)
 """
 
 from __future__ import annotations

@@ -75,7 +75,9 @@ def _check_views(za: Any, zb: Any) -> None:
 def hamiltonian_prediction_loss(
     predictor: nn.Module, z_a: torch.Tensor, z_b: torch.Tensor, *, p_weight: float = 0.2, bidirectional: bool = True
 ) -> torch.Tensor:
-    r"""HamJEPA's cross-view loss: predict :math:`\bar z_b` from :math:`z_a` (and back with :math:`-\delta t`).
+    r"""HamJEPA's cross-view loss: predict view b's state from view a's (and back, with the time step reversed).
+
+    Predict :math:`\bar z_b` from :math:`z_a` (and back with :math:`-\delta t`).
 
     ``predictor(z, direction)`` maps a (batch, 2d) state; the targets are detached; q is matched with weight 1
     and p with ``p_weight``.
@@ -96,7 +98,9 @@ def hamiltonian_prediction_loss(
 
 
 def energy_budget(z: torch.Tensor, *, q_target: float = 1.0, p_target: float = 1.0) -> torch.Tensor:
-    r""":math:`(\mathbb{E}\|q\|^2/d - q_0)^2 + (\mathbb{E}\|p\|^2/d - p_0)^2` of states ``z = [q, p]`` (batch, 2d)."""
+    r"""Energy budget of states ``z = [q, p]`` (batch, 2d): squared gaps of E‖q‖²/d and E‖p‖²/d to their targets.
+
+    :math:`(\mathbb{E}\|q\|^2/d - q_0)^2 + (\mathbb{E}\|p\|^2/d - p_0)^2`."""
     _check_emb("z", z, 1)
     if z.shape[1] % 2:
         raise ValueError(f"z must have an even number of features (q then p); got {z.shape[1]}")
@@ -109,7 +113,9 @@ def energy_budget(z: torch.Tensor, *, q_target: float = 1.0, p_target: float = 1
 
 
 def variance_floor(x: torch.Tensor, *, std_floor: float = 0.2, eps: float = 1e-4) -> torch.Tensor:
-    r"""Variance floor :math:`\operatorname{mean}_i \mathrm{relu}(\sigma_0 - \sqrt{\mathrm{Var}\,x_i + \epsilon})^2`.
+    r"""Variance floor: the mean squared shortfall of each feature's standard deviation below σ₀.
+
+    :math:`\operatorname{mean}_i \mathrm{relu}(\sigma_0 - \sqrt{\mathrm{Var}\,x_i + \epsilon})^2`.
 
     The variance is the biased one; :math:`\sigma_0` = ``std_floor``.
     """
@@ -161,8 +167,10 @@ def projected_logdet_floor(
 
 
 def lejepa_prediction_loss(views: torch.Tensor, n_global: int = 2) -> torch.Tensor:
-    r"""LeJEPA's prediction term: :math:`\tfrac12\,\mathrm{mean}_{v,b,k}(\bar z_{b,k} - z_{v,b,k})^2` with
-    :math:`\bar z` the mean of the first ``n_global`` views (not detached, as in LeJEPA). ``views``: (V, B, K)."""
+    r"""LeJEPA's prediction term: half the mean squared gap of every view to the mean of the global views.
+
+    :math:`\tfrac12\,\mathrm{mean}_{v,b,k}(\bar z_{b,k} - z_{v,b,k})^2` with :math:`\bar z` the mean of the first
+    ``n_global`` views (not detached, as in LeJEPA). ``views``: (V, B, K)."""
     if not isinstance(views, torch.Tensor) or views.ndim != 3:
         raise ValueError(f"views must be a 3-D tensor (views, batch, dim); got {getattr(views, 'shape', None)}")
     check_int("n_global", n_global, low=1, high=views.shape[0])
@@ -272,7 +280,7 @@ class HamJEPALoss(nn.Module):
 
 
 class SIGRegLoss(nn.Module):
-    r"""The isotropic baseline: LeJEPA prediction to the views' mean plus :math:`\lambda`-weighted SIGReg.
+    r"""The isotropic baseline: LeJEPA prediction to the views' mean plus λ-weighted SIGReg.
 
     Slices (64 unit directions) are redrawn at every call from the module's own generator (``seed``), as in
     LeJEPA's default ``refresh_interval=1``.
@@ -308,13 +316,14 @@ def _check_spd(h: Any) -> torch.Tensor:
 
 
 def maxent_covariance(h: Any, c: float = 1.0) -> torch.Tensor:
-    r"""The maximum-entropy (and minimax) covariance under the energy budget :math:`\mathrm{tr}(H\Sigma) = c`:
-    :math:`\Sigma^* = (c/d) H^{-1}` (float64)."""
+    r"""The maximum-entropy (and minimax) covariance under the energy budget tr(HΣ) = c: (c/d) H⁻¹ (float64)."""
     h = _check_spd(h)
     return check_real("c", c, low=0.0, low_inclusive=False) / h.shape[0] * torch.linalg.inv(h)
 
 
 def price_of_isotropy(h: Any) -> float:
-    r"""The log-det price of isotropy :math:`d \log(\mathrm{AM}(\lambda_H) / \mathrm{GM}(\lambda_H)) \ge 0`."""
+    r"""The log-det price of isotropy under an energy H: d log(AM / GM of H's eigenvalues) ≥ 0.
+
+    :math:`d \log(\mathrm{AM}(\lambda_H) / \mathrm{GM}(\lambda_H))`."""
     lam = torch.linalg.eigvalsh(_check_spd(h))
     return float(lam.numel() * (math.log(float(lam.mean())) - float(lam.log().mean())))

@@ -43,7 +43,9 @@ def _check_state(z: Any, state_dim: int) -> None:
 
 
 class SeparablePotential(nn.Module):
-    r"""The potential :math:`V(q) = \tfrac12 c\|q\|^2 + s\,f_\phi(q)` of a separable Hamiltonian.
+    r"""The potential V(q) of a separable Hamiltonian: a quadratic bowl plus a small learned MLP.
+
+    :math:`V(q) = \tfrac12 c\|q\|^2 + s\,f_\phi(q)`.
 
     The quadratic base (``base_coeff`` :math:`c > 0`) blocks the trivial potential (:math:`\dot p = 0`); the
     residual MLP (``depth`` GELU layers of ``hidden`` units, scalar output) is scaled by ``residual_scale``.
@@ -80,7 +82,7 @@ class SeparablePotential(nn.Module):
 def leapfrog(
     potential: SeparablePotential, q: torch.Tensor, p: torch.Tensor, dt: float, steps: int, method: str = "leapfrog"
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    r"""Integrate :math:`\dot q = p,\ \dot p = -\nabla V(q)` for ``steps`` steps of size ``dt`` (may be negative).
+    r"""Leapfrog integration of q' = p, p' = −∇V(q) for ``steps`` steps of size ``dt`` (may be negative).
 
     ``method="leapfrog"`` is velocity Verlet (symplectic, reversible, second order); ``method="euler"`` is
     explicit Euler (:math:`q' = q + \delta t\,p,\ p' = p - \delta t\,\nabla V(q)`), neither symplectic nor
@@ -100,7 +102,9 @@ def leapfrog(
 
 
 class HamiltonianPredictor(nn.Module):
-    r"""HamJEPA's predictor: :math:`\hat z_b = \Phi_{\pm\delta t}(z_a)`, a learned separable-Hamiltonian flow.
+    r"""HamJEPA's predictor: a learned separable-Hamiltonian flow from one view's state to the other's.
+
+    :math:`\hat z_b = \Phi_{\pm\delta t}(z_a)`, symplectic and reversible.
 
     Parameters
     ----------
@@ -169,7 +173,9 @@ class HamiltonianPredictor(nn.Module):
 
 
 class MLPPredictor(nn.Module):
-    r"""The ablation: :math:`\hat z_b = z_a + g_\theta([z_a, \pm 1])`, an unconstrained residual MLP.
+    r"""The ablation of HamJEPA's predictor: an unconstrained residual MLP.
+
+    :math:`\hat z_b = z_a + g_\theta([z_a, \pm 1])`.
 
     It sees the same state and the same direction flag as :class:`HamiltonianPredictor` and has the same
     width and depth, but no symplectic (or any Hamiltonian) structure. The authors' ablation script was not

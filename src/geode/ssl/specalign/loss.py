@@ -77,7 +77,7 @@ def cf_discrepancy(a: torch.Tensor, b: torch.Tensor, queries: torch.Tensor) -> t
 
 
 def rbf_mmd2(a: torch.Tensor, b: torch.Tensor, bandwidth: float = 1.0) -> torch.Tensor:
-    r"""Biased (V-statistic) MMD² with the RBF kernel :math:`\exp(-\|x-y\|^2 / 2\sigma^2)`, sigma = bandwidth."""
+    r"""Biased (V-statistic) MMD² with the RBF kernel exp(−‖x − y‖² / 2σ²), σ = ``bandwidth``."""
     _check_pair(a, b)
     if not (isinstance(bandwidth, (int, float)) and math.isfinite(bandwidth) and bandwidth > 0):
         raise ValueError(f"bandwidth must be a positive number; got {bandwidth!r}")
@@ -131,7 +131,9 @@ class _Reverse(torch.autograd.Function):
 
 
 class SDRSampler(nn.Module):
-    r"""Structured direction–radius sampler: :math:`t_m = r_m\, v_m / \|v_m\|`, log-normal learnable radii.
+    r"""Structured direction–radius sampler of spectral queries: learnable directions, log-normal learnable radii.
+
+    :math:`t_m = r_m\, v_m / \|v_m\|`.
 
     Parameters
     ----------

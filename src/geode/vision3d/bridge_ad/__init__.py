@@ -34,6 +34,34 @@ Everything below the abstract is inferred (the paper is silent, or unread):
 
 There is no official code to differ from; the nuScenes split, VAD/UniAD backbones and their metrics' exact
 definitions (L2 at 1/2/3 s is the error at that time here, UniAD's convention) are replaced as above.
+
+Examples
+--------
+One training step of sim-to-real transfer: the planner is supervised on labelled simulation scenes, and
+Bridge-AD's five alignment terms use the unlabelled real scenes and a photometrically augmented copy of them:
+
+>>> import torch
+>>> from geode.vision3d import BridgeADAlignment, VectorPlanner, generate_driving, planning_loss, trajectory_l2
+>>> _ = torch.manual_seed(0)
+>>> def scenes(domain, seed):
+...     return {k: torch.from_numpy(v) for k, v in generate_driving(16, domain, seed=seed).items()}
+>>> sim, real = scenes("sim", 0), scenes("real", 1)
+>>> sim["image"].shape, sim["traj"].shape
+(torch.Size([16, 3, 32, 32]), torch.Size([16, 6, 2]))
+>>> planner, bridge = VectorPlanner(), BridgeADAlignment()
+>>> opt = torch.optim.AdamW([*planner.parameters(), *bridge.parameters()], lr=1e-3)
+>>> out_sim = planner(sim["image"], sim["ego_speed"])
+>>> out_real = planner(real["image"], real["ego_speed"])
+>>> out_aug = planner((0.8 * real["image"] + 0.1).clamp(0, 1), real["ego_speed"])
+>>> terms = bridge(out_sim, out_real, out_aug, progress=0.5)
+>>> sorted(terms)
+['decision_adv', 'geo_adv', 'geo_cons', 'loss', 'relation', 'structure']
+>>> loss = planning_loss(out_sim, sim) + terms["loss"]  # the real scenes' labels are never used
+>>> opt.zero_grad()
+>>> loss.backward()
+>>> opt.step()
+>>> sorted(trajectory_l2(out_real["traj"].detach().numpy(), real["traj"].numpy()))
+['l2', 'l2_1s', 'l2_2s', 'l2_3s']
 """
 
 from __future__ import annotations

@@ -60,7 +60,7 @@ def grad_reverse(x: torch.Tensor, lam: float = 1.0) -> torch.Tensor:
 
 
 def progressive_lambda(p: float, gamma: float = 10.0) -> float:
-    """The DANN/progressive schedule :math:`2 / (1 + e^{-\\gamma p}) - 1` for training progress ``p`` in [0, 1]."""
+    """The DANN/progressive schedule 2 / (1 + exp(−γ p)) − 1 for training progress ``p`` in [0, 1]."""
     p = check_real("p", p, low=0.0, high=1.0)
     gamma = check_real("gamma", gamma, low=0.0)
     return 2.0 / (1.0 + math.exp(-gamma * p)) - 1.0

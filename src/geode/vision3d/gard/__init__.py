@@ -44,6 +44,39 @@ Inferred (the paper is silent): the size of everything above, the pixel-space ba
 transformer of the denoiser's width and depth plus a 3x3 refiner, trained by regression, standing for
 Restormer), and the latent baseline (our flow matching in the same features, local attention only, no
 alignment, standing for view-by-view latent restoration).
+
+Examples
+--------
+Restoration in the feature space of a frozen multi-view reconstructor (untrained here, pre-trained on clean
+views in practice); only the denoiser trains, on the flow-matching loss plus the attention-alignment loss whose
+targets come from the reconstructor's own depth of the clean views:
+
+>>> import torch
+>>> from geode.vision3d import (
+...     GARDDenoiser, GARDRestorer, MultiViewReconstructor, degrade_views, render_multiview_scenes)
+>>> _ = torch.manual_seed(0)
+>>> scenes = render_multiview_scenes(4, n_views=3, seed=0)
+>>> clean = torch.from_numpy(scenes["images"])
+>>> degraded = torch.from_numpy(degrade_views(scenes["images"], "noise", seed=0)[0])
+>>> clean.shape
+torch.Size([4, 3, 3, 24, 32])
+>>> recon = MultiViewReconstructor(dim=32, heads=2)
+>>> gard = GARDRestorer(recon, GARDDenoiser(dim=32, n_tokens=recon.n_tokens, hidden=32, heads=2))
+>>> any(p.requires_grad for p in recon.parameters())
+False
+>>> opt = torch.optim.AdamW(gard.trainable_parameters(), lr=1e-3)
+>>> losses = gard.loss(clean, degraded, cam_x=scenes["cam_x"], focal=float(scenes["focal"]))
+>>> sorted(losses)
+['align', 'flow', 'loss']
+>>> opt.zero_grad()
+>>> losses["loss"].backward()
+>>> opt.step()
+
+Restoring integrates the learned flow from the degraded views' features, then reads depth from them:
+
+>>> out = gard.restore(degraded, generator=torch.Generator().manual_seed(0))
+>>> out["features"].shape, out["depth"].shape
+(torch.Size([4, 3, 48, 32]), torch.Size([4, 3, 24, 32]))
 """
 
 from __future__ import annotations

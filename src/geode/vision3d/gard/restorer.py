@@ -82,7 +82,7 @@ def sample_flow_times(
 def euler_flow(
     velocity: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], x0: torch.Tensor, steps: int
 ) -> torch.Tensor:
-    """Integrate :math:`\\dot x = v(x, t)` from t = 0 to 1 with ``steps`` Euler steps; returns :math:`x_1`."""
+    """Integrate x' = v(x, t) from t = 0 to 1 with ``steps`` Euler steps; returns x at t = 1."""
     steps = check_int("steps", steps, low=1)
     x = x0
     dt = 1.0 / steps
