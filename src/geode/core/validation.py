@@ -22,6 +22,7 @@ __all__ = [
     "check_positive",
     "check_probability",
     "check_real",
+    "check_tensor",
 ]
 
 
@@ -153,3 +154,39 @@ def check_array(
     if finite and np.issubdtype(arr.dtype, np.floating) and not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must contain only finite values (found NaN or inf)")
     return arr
+
+
+def check_tensor(
+    name: str,
+    value: Any,
+    *,
+    ndim: int | tuple[int, ...] | None = None,
+    shape: tuple[int | None, ...] | None = None,
+    finite: bool = True,
+    nonempty: bool = True,
+    floating: bool = False,
+) -> Any:
+    """Check that ``value`` is a torch tensor of the given rank and shape, finite and non-empty; return it.
+
+    The torch counterpart of :func:`check_array` (torch is not imported here: a tensor is recognised by its
+    interface). Raises ``TypeError`` for a non-tensor (or a non-floating tensor when ``floating``) and
+    ``ValueError`` for a wrong rank or shape, an empty tensor or a NaN/inf, each naming ``name``.
+    """
+    if not (hasattr(value, "detach") and hasattr(value, "shape") and hasattr(value, "dtype")):
+        raise TypeError(f"{name} must be a torch tensor; got {type(value).__name__}")
+    if floating and not value.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor; got {value.dtype}")
+    if ndim is not None:
+        allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+        if value.ndim not in allowed:
+            want = " or ".join(str(a) for a in allowed)
+            raise ValueError(f"{name} must have {want} dimension(s); got shape {tuple(value.shape)}")
+    if shape is not None:
+        if value.ndim != len(shape) or any(s is not None and s != a for s, a in zip(shape, value.shape)):
+            want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
+            raise ValueError(f"{name} must have shape {want}; got {tuple(value.shape)}")
+    if nonempty and value.numel() == 0:
+        raise ValueError(f"{name} must not be empty; got shape {tuple(value.shape)}")
+    if finite and value.is_floating_point() and not bool(value.detach().isfinite().all()):
+        raise ValueError(f"{name} must contain only finite values (found NaN or inf)")
+    return value
