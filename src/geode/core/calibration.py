@@ -25,9 +25,12 @@ def check_probabilities(probs: Any, labels: Any, *, atol: float = 1e-4) -> tuple
         probs = probs.detach().cpu().numpy()
     if hasattr(labels, "detach"):
         labels = labels.detach().cpu().numpy()
-    p = np.asarray(probs, dtype=np.float64)
-    if p.ndim != 2 or p.shape[1] < 2:
-        raise ValueError(f"probs must have shape (n, K) with K >= 2; got {p.shape}")
+    try:
+        p = np.asarray(probs, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"probs must be an array of probabilities; got {type(probs).__name__}") from None
+    if p.ndim != 2 or p.shape[1] < 2 or p.shape[0] == 0:
+        raise ValueError(f"probs must have shape (n, K) with n >= 1 and K >= 2; got {p.shape}")
     if not np.all(np.isfinite(p)) or (p.size and p.min() < 0) or not np.allclose(p.sum(1), 1.0, atol=atol):
         raise ValueError("probs must be finite, non-negative and sum to one per row")
     y = np.asarray(labels)

@@ -22,6 +22,8 @@ def _check_matrix(name: str, a: Any) -> Any:
     if _is_torch(a):
         if a.ndim < 2:
             raise ValueError(f"{name} must have at least 2 dimensions (a matrix); got shape {tuple(a.shape)}")
+        if a.shape[-1] == 0 or a.shape[-2] == 0:
+            raise ValueError(f"{name} must not be empty; got shape {tuple(a.shape)}")
         if not a.is_floating_point() and not a.is_complex():
             a = a.double()
         if not bool(a.detach().isfinite().all()):
@@ -30,6 +32,10 @@ def _check_matrix(name: str, a: Any) -> Any:
     arr = np.asarray(a)
     if arr.ndim < 2:
         raise ValueError(f"{name} must have at least 2 dimensions (a matrix); got shape {arr.shape}")
+    if arr.shape[-1] == 0 or arr.shape[-2] == 0:
+        raise ValueError(f"{name} must not be empty; got shape {arr.shape}")
+    if not np.issubdtype(arr.dtype, np.number):
+        raise TypeError(f"{name} must be a numeric matrix; got dtype {arr.dtype}")
     if not np.issubdtype(arr.dtype, np.inexact):
         arr = arr.astype(float)
     if not np.all(np.isfinite(arr)):
@@ -164,8 +170,9 @@ def principal_angles(a: Any, b: Any) -> Any:
 
     Björck and Golub (1973): with orthonormal bases :math:`Q_A, Q_B`, the cosines of the angles are
     the singular values of :math:`Q_A^\top Q_B`. Returns ``min(rank A, rank B)`` angles in
-    :math:`[0, \pi/2]`; identical subspaces give zeros, orthogonal ones :math:`\pi/2`. Columns are
-    assumed linearly independent. Not batched.
+    :math:`[0, \pi/2]`; identical subspaces give zeros, orthogonal ones :math:`\pi/2`. The columns of each
+    must be linearly independent (a rank-deficient basis spans a smaller space than its columns say, so its
+    angles would be arbitrary): a ``ValueError`` otherwise. Not batched.
 
     Parameters
     ----------
@@ -183,6 +190,13 @@ def principal_angles(a: Any, b: Any) -> Any:
         raise ValueError(f"a and b must be matrices; got shapes {tuple(a.shape)} and {tuple(b.shape)}")
     if a.shape[0] != b.shape[0]:
         raise ValueError(f"a and b must have the same number of rows; got {a.shape[0]} and {b.shape[0]}")
+    for name, m in (("a", a), ("b", b)):
+        s = _svdvals(m)
+        rank = int((s > s.max() * max(m.shape) * np.finfo(float).eps).sum()) if float(s.max()) > 0 else 0
+        if rank < m.shape[1]:
+            raise ValueError(
+                f"{name} must have full column rank (linearly independent columns); got rank {rank} of {m.shape[1]}"
+            )
     if _is_torch(a) or _is_torch(b):
         import torch
 
