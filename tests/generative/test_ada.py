@@ -137,3 +137,96 @@ def test_ada_aligns_a_zuko_spline_flow_as_it_aligns_realnvp():
     p1 = float((gen.sample(4000)[:, 0] < 0).double().mean())
     pt = truth.left_weight()
     assert abs(p1 - pt) < abs(p0 - pt) - 0.05
+
+
+# --------------------------------------------------------------------------------------------------
+# issue 43: a zuko flow the user trained, beta guidance, progress, the return annotation
+# --------------------------------------------------------------------------------------------------
+
+
+def _user_zuko_flow(dim: int = 2):
+    zuko = pytest.importorskip("zuko")
+    torch.manual_seed(0)
+    flow = zuko.flows.NSF(dim, transforms=2, hidden_features=(16,))  # float32, as zuko builds it
+    data = torch.randn(256, dim) * torch.tensor([2.0, 0.5][:dim] + [1.0] * (dim - 2)) + 1.0
+    opt = torch.optim.Adam(flow.parameters(), lr=1e-2)
+    for _ in range(20):  # the user's own training loop
+        loss = -flow().log_prob(data).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return flow
+
+
+def test_zuko_flow_wraps_a_flow_the_user_trained():
+    from geode.generative.ada import ZukoFlow
+
+    flow = _user_zuko_flow(3)
+    x = torch.randn(20, 3)
+    with torch.no_grad():
+        before = flow().log_prob(x).double()
+    for wrapped in (ZukoFlow.wrap(flow), ZukoFlow(flow=flow), ZukoFlow(flow)):
+        assert wrapped.flow is flow and wrapped.dim == 3
+        with torch.no_grad():
+            lp = wrapped.log_prob(x.double())
+            assert torch.allclose(lp, before, atol=1e-4)  # the same density (float32 -> float64)
+            s, lps = wrapped.rsample_and_log_prob(7)
+            assert s.shape == (7, 3) and s.dtype == torch.float64
+            assert torch.allclose(lps, wrapped.log_prob(s), atol=1e-8)
+    with pytest.raises(ValueError, match="dim"):
+        ZukoFlow(2, flow=flow)
+    with pytest.raises(TypeError, match="kind"):
+        ZukoFlow(flow=flow, transforms=3)  # the flow is built already: no constructor arguments
+    with pytest.raises(TypeError, match="zuko"):
+        ZukoFlow.wrap(torch.nn.Linear(2, 2))
+
+
+def test_ada_on_a_wrapped_user_flow_and_a_clear_error_for_a_raw_one():
+    from geode.generative.ada import ZukoFlow
+
+    flow = _user_zuko_flow(2)
+    obs = {"x1": toy_observables()["x1"]}
+    exp = {"x1": np.random.default_rng(0).normal(2.0, 1.0, 200)}
+    for make in (ADA, MomentMatching):
+        with pytest.raises(TypeError, match=r"ZukoFlow\.wrap\(flow\)"):
+            make(flow, obs)
+    with pytest.raises(TypeError, match=r"ZukoFlow\.wrap\(flow\)"):
+        fit_flow(np.zeros((10, 2)), flow=flow)
+    with pytest.raises(TypeError, match="log_prob"):
+        ADA(torch.nn.Linear(2, 2), obs)
+    base = ZukoFlow.wrap(flow)
+    gen = ADA(base, obs, beta=0.1, batch=64).fit(exp, steps=3)
+    assert isinstance(gen, ZukoFlow) and gen.flow is not flow  # the generator is a copy; the base is untouched
+    # a wrapped flow can be fitted further by fit_flow (in place)
+    assert fit_flow(np.random.default_rng(1).normal(size=(64, 2)), steps=2, batch=32, flow=base) is base
+
+
+def test_ada_fit_return_annotation_is_the_base_models_type():
+    import typing
+
+    hints = typing.get_type_hints(ADA.fit)
+    assert hints["return"] is not RealNVP
+    assert hints["return"] == typing.get_type_hints(ADA.__init__)["base"]
+    assert typing.get_type_hints(MomentMatching.fit)["return"] == hints["return"]
+
+
+def test_ada_docstring_says_how_to_choose_beta():
+    doc = ADA.__doc__
+    assert "Choosing beta" in doc and "KL" in doc
+    assert "0.3" in doc and "0.1" in doc  # the default and a measured alternative
+
+
+def test_verbose_progress_of_fit_flow_ada_and_moment_matching(capsys):
+    rng = np.random.default_rng(0)
+    base = fit_flow(rng.normal(size=(200, 2)), steps=20, batch=32, n_layers=2, hidden=8, verbose=5)
+    err = capsys.readouterr().err
+    assert err.count("fit_flow") == 4 and "step 20/20" in err and "nll" in err
+    obs = toy_observables()
+    exp = {k: rng.normal(size=100) for k in obs}
+    ADA(base, obs, batch=32).fit(exp, steps=10, verbose=True)
+    err = capsys.readouterr().err
+    assert "ADA" in err and "step 10/10" in err and "KL" in err
+    MomentMatching(base, obs, batch=32).fit(exp, steps=4, verbose=2)
+    assert capsys.readouterr().err.count("MomentMatching") == 2
+    ADA(base, obs, batch=32).fit(exp, steps=3)  # quiet by default
+    assert capsys.readouterr().err == ""

@@ -402,3 +402,115 @@ def test_default_loo_answers_for_the_sample_given_against_pot(d):
     assert 0.75 * h0 < loo < 1.35 * h0  # the same quantity up to Monte Carlo noise (one small sample)
     half = np.mean([sampling_error(atoms, method="fresh", seed=s) for s in range(20)])
     assert half > 1.15 * np.mean([h0, loo])  # the old default answers for n/2 atoms: 2^(2/d) larger
+
+
+# --------------------------------------------------------------------------------------------------
+# weights a, b like POT (issue 43): uniform by default, checked against ot.emd2 / ot.sinkhorn2 with weights
+# --------------------------------------------------------------------------------------------------
+
+
+def _simplex(n: int, rng: np.random.Generator) -> np.ndarray:
+    w = rng.random(n) + 0.05
+    return w / w.sum()
+
+
+@pytest.mark.parametrize("m", [30, 60, 47])  # n = m, m = 2n (the assignment paths without weights), n != m
+@pytest.mark.parametrize("p", [1.0, 2.0])
+def test_wasserstein_pp_with_weights_equals_pot_emd2(m, p):
+    rng = np.random.default_rng(5)
+    X, Y = rng.random((30, 3)), rng.random((m, 3))
+    a, b = _simplex(30, rng), _simplex(m, rng)
+    ua, ub = np.full(30, 1 / 30), np.full(m, 1 / m)
+    M = ot.dist(X, Y, metric="euclidean") ** p
+    assert wasserstein_pp(X, Y, a, b, p=p) == pytest.approx(ot.emd2(a, b, M, numItermax=10**7), rel=1e-9)
+    assert wasserstein_pp(X, Y, a=a, p=p) == pytest.approx(ot.emd2(a, ub, M, numItermax=10**7), rel=1e-9)
+    assert wasserstein_pp(X, Y, b=b, p=p) == pytest.approx(ot.emd2(ua, b, M, numItermax=10**7), rel=1e-9)
+    # uniform weights passed explicitly give the default (which takes the assignment path where it can)
+    assert wasserstein_pp(X, Y, ua, ub, p=p) == pytest.approx(wasserstein_pp(X, Y, p=p), rel=1e-9)
+    # symmetric in (X, a) <-> (Y, b)
+    assert wasserstein_pp(Y, X, b, a, p=p) == pytest.approx(wasserstein_pp(X, Y, a, b, p=p), rel=1e-9)
+
+
+def test_wasserstein_pp_weights_are_masses_of_the_points():
+    rng = np.random.default_rng(6)
+    X, Y = rng.random((12, 2)), rng.random((9, 2))
+    # a point of weight 0 does not count, however far it is
+    Xf, a = np.vstack([X, [[50.0, 50.0]]]), np.r_[np.full(12, 1 / 12), 0.0]
+    assert wasserstein_pp(Xf, Y, a) == pytest.approx(wasserstein_pp(X, Y), rel=1e-9)
+    # two copies of a point with half its weight each are the point
+    b = _simplex(9, rng)
+    Yd, bd = np.vstack([Y, Y[:1]]), np.r_[b[0] / 2, b[1:], b[0] / 2]
+    assert wasserstein_pp(X, Yd, b=bd) == pytest.approx(wasserstein_pp(X, Y, b=b), rel=1e-9)
+    # POT's convention: equal total masses, not necessarily 1 (the cost scales with the mass)
+    assert wasserstein_pp(X, Y, 2 * np.full(12, 1 / 12), 2 * b) == pytest.approx(2 * wasserstein_pp(X, Y, b=b))
+
+
+def test_wasserstein_pp_entropic_with_weights_equals_pot_sinkhorn2():
+    rng = np.random.default_rng(7)
+    X, Y = rng.random((25, 2)), rng.random((35, 2))
+    a, b = _simplex(25, rng), _simplex(35, rng)
+    M = ot.dist(X, Y)  # squared Euclidean: p = 2
+    ref = ot.sinkhorn2(a, b, M, 0.05, method="sinkhorn_log", numItermax=5000, stopThr=1e-8)
+    assert wasserstein_pp(X, Y, a, b, reg=0.05) == pytest.approx(float(ref), rel=1e-8)
+
+
+@pytest.mark.parametrize("p", [1.0, 2.0])
+def test_sampling_error_with_weights_against_pot(p):
+    # H(0) with weighted fresh draws (a) is sum_i a_i min_j c(x_i, y_j): a lower bound of emd2(a, b, M) for any
+    # atom weights b, and equal to it when b is the a-mass of each atom's Voronoi cell (the nearest-atom plan is
+    # then feasible)
+    rng = np.random.default_rng(8)
+    atoms, fresh = rng.random((15, 2)), rng.random((300, 2))
+    a = _simplex(300, rng)
+    M = ot.dist(fresh, atoms, metric="euclidean") ** p
+    h0, info = sampling_error(atoms, X_fresh=fresh, a=a, p=p, log=True)
+    assert h0 == pytest.approx(float(a @ M.min(1)), rel=1e-12)
+    cells = np.bincount(M.argmin(1), weights=a, minlength=15)
+    np.testing.assert_allclose(info["cell_mass"], cells, atol=1e-15)
+    assert h0 == pytest.approx(ot.emd2(a, cells, M, numItermax=10**7), rel=1e-9)
+    for _ in range(3):
+        b = _simplex(15, rng)
+        assert sampling_error(atoms, b, X_fresh=fresh, a=a, p=p) <= ot.emd2(a, b, M, numItermax=10**7) + 1e-12
+    _, info_b = sampling_error(atoms, b, X_fresh=fresh, a=a, p=p, log=True)
+    assert info_b["mass_gap"] == pytest.approx(0.5 * np.abs(cells - b).sum())  # how far from tight
+    assert sampling_error(atoms, cells, X_fresh=fresh, a=a, p=p, log=True)[1]["mass_gap"] == pytest.approx(0.0)
+    # uniform weights passed explicitly give the default
+    assert sampling_error(atoms, X_fresh=fresh, a=np.full(300, 1 / 300), p=p) == pytest.approx(
+        sampling_error(atoms, X_fresh=fresh, p=p), rel=1e-12
+    )
+
+
+def test_sampling_error_leave_one_out_with_sample_weights():
+    # leave-one-out on {0, 1, 3} with weights (1/2, 1/4, 1/4): nearest-neighbour distances 1, 1, 2
+    assert sampling_error([0.0, 1.0, 3.0], [0.5, 0.25, 0.25], p=1) == pytest.approx(1.25)
+    assert sampling_error([0.0, 1.0, 3.0], [2.0, 1.0, 1.0], p=1) == pytest.approx(1.25)  # normalised
+    X = np.random.default_rng(9).random((50, 3))
+    assert sampling_error(X, np.full(50, 0.02)) == pytest.approx(sampling_error(X), rel=1e-12)
+
+
+def test_richardson_wasserstein_with_weights():
+    rng = np.random.default_rng(10)
+    X, Y = rng.random((40, 2)), rng.random((30, 2)) + 0.2
+    a, b = _simplex(40, rng), _simplex(30, rng)
+    est, info = richardson_wasserstein(X, Y, a, b, d_int=2.0, n_bags=3, seed=0, log=True)
+    assert info["plugin"] == pytest.approx(ot.emd2(a, b, ot.dist(X, Y), numItermax=10**7), rel=1e-9)
+    assert est == pytest.approx(richardson_extrapolate(info["plugin"], info["half_mean"], 1.0))
+    uniform = richardson_wasserstein(X, Y, np.full(40, 1 / 40), np.full(30, 1 / 30), d_int=2.0, n_bags=3, seed=0)
+    assert uniform == pytest.approx(richardson_wasserstein(X, Y, d_int=2.0, n_bags=3, seed=0), rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: wasserstein_pp(np.zeros((3, 1)), np.ones((2, 1)), a=[0.5, 0.5]), "a must have 3 entries"),
+        (lambda: wasserstein_pp(np.zeros((2, 1)), np.ones((2, 1)), a=[1.5, -0.5]), "a must be non-negative"),
+        (lambda: wasserstein_pp(np.zeros((2, 1)), np.ones((2, 1)), a=[0.0, 0.0]), "a must have a positive total"),
+        (lambda: wasserstein_pp(np.zeros((2, 1)), np.ones((2, 1)), a=[1.0, 1.0]), "same total mass"),
+        (lambda: sampling_error([0.0, 1.0], X_fresh=[0.5], a=[0.5, 0.5]), "a must have 1 entries"),
+        (lambda: sampling_error([0.0, 1.0], b=[1.0]), "b must have 2 entries"),
+        (lambda: sampling_error([0.0, 1.0], a=[0.5, 0.5]), "a weighs X_fresh"),
+    ],
+)
+def test_bad_weights_fail_with_a_clear_error(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()

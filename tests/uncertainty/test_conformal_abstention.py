@@ -168,3 +168,64 @@ def test_calibrator_learns_a_signal_in_the_geometry():
     assert min(abs(m_auc - plain), abs(m_auc - (1 - plain))) < 1e-12
     with pytest.raises(ValueError, match="hidden"):
         cal.predict_confidence(msp[:5], h[:5, 0])
+
+
+# --------------------------------------------------------------------------------------------------
+# issue 43: an over-confident network, the grid, the MAPIE-equivalent code
+# --------------------------------------------------------------------------------------------------
+
+
+def _overconfident(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """60% of the confidences above 0.99 (an over-confident network's MSP); only those within 1e-4 of 1 are
+    correct 99.5% of the time, the rest of the top 70%, so no threshold of 0, 0.01, ..., 0.99 reaches 95%."""
+    top = rng.uniform(size=n) < 0.6
+    gap = 10 ** rng.uniform(-6, -2, n)
+    s = np.where(top, 1 - gap, rng.uniform(0.3, 0.99, n))
+    c = rng.uniform(size=n) < np.where(top, np.where(gap < 1e-4, 0.995, 0.7), 0.6)
+    return s, c
+
+
+def test_infeasible_message_names_thresholds_and_the_grid_helper():
+    from geode.uncertainty import threshold_grid
+
+    rng = np.random.default_rng(11)
+    s, c = _overconfident(1000, rng)
+    ca = ConformalAbstention(0.95, delta=0.1).fit(s, c)
+    assert not ca.feasible_
+    with pytest.raises(RuntimeError, match=r"thresholds=") as err:
+        ca.predict(s)
+    msg = str(err.value)
+    assert "threshold_grid" in msg and "0.99" in msg and "%" in msg  # how much of the data sits above the grid
+    # a grid fixed before calibration, log-spaced towards 1, certifies a threshold on the same data
+    grid = threshold_grid()
+    assert grid[0] == 0.0 and grid.max() < 1 and np.all(np.diff(grid) > 0) and len(grid) == 100
+    assert np.sum(grid > 0.99) > 20
+    ok = ConformalAbstention(0.95, delta=0.1, thresholds=grid).fit(s, c)
+    assert ok.feasible_ and ok.threshold_ > 0.999
+
+
+def test_threshold_grid_from_held_out_scores():
+    from geode.uncertainty import threshold_grid
+
+    held_out = np.random.default_rng(12).uniform(size=1000)
+    g = threshold_grid(50, scores=held_out)
+    np.testing.assert_allclose(g, np.quantile(held_out, np.linspace(0, 1, 50)))
+    g = threshold_grid(7, tail=1e-3)
+    np.testing.assert_allclose(g, [0.0, *(1 - np.logspace(0, -3, 7)[1:])])
+    with pytest.raises(ValueError, match="n must be >= 2"):
+        threshold_grid(1)
+    with pytest.raises(ValueError, match="tail"):
+        threshold_grid(tail=1.5)
+
+
+def test_docstring_shows_the_mapie_equivalent_call_and_it_runs():
+    import doctest
+
+    pytest.importorskip("mapie.risk_control")
+    doc = ConformalAbstention.__doc__
+    assert "BinaryClassificationController" in doc and "BinaryRisk" in doc
+    runner = doctest.DocTestRunner(verbose=False)
+    globs = {"np": np, "ConformalAbstention": ConformalAbstention}
+    for t in doctest.DocTestFinder(recurse=False).find(ConformalAbstention, "ConformalAbstention", globs=globs):
+        runner.run(t)
+    assert runner.failures == 0 and runner.tries >= 8

@@ -47,5 +47,6 @@ class DoubleWell:
 
 
 def toy_observables() -> dict:
+    """The claim's two observables, differentiable torch maps (n, 2) -> (n,): ``x1`` and ``dist_A`` = |x - (-1, 0)|."""
     a = torch.tensor([-1.0, 0.0], dtype=torch.float64)
     return {"x1": lambda x: x[:, 0], "dist_A": lambda x: torch.linalg.norm(x - a, dim=-1)}

@@ -26,6 +26,28 @@ selected 1, 1, 0.1 for CAMEL and 1 for novelty-only (on the grid edges). Benchma
 
 Inferred (paper silent): creator variable = offset on the class embedding only; DDIM 10 steps; inner SGD
 K = 3, eta = 0.5; recognisability as a CE penalty with weight lambda; 8x8 digits instead of MNIST.
+
+Examples
+--------
+A frozen class-conditional creator and a pre-trained appraiser on your own data, then the creator's offset
+optimised for the appraiser's learning progress:
+
+>>> import numpy as np
+>>> import torch
+>>> from geode.generative import CAMEL, Autoencoder, ConditionalDDPM, appraiser_reward, fit_autoencoder
+>>> rng = np.random.default_rng(0)
+>>> y = rng.integers(0, 2, 400)  # two classes ("concepts") in R^4, inside [-1, 1]
+>>> x = (np.where(y[:, None] == 0, -0.5, 0.5) + 0.1 * rng.normal(size=(400, 4))).astype(np.float32)
+>>> _ = torch.manual_seed(0)
+>>> creator = ConditionalDDPM(dim=4, n_classes=2, T=50, hidden=32).fit(x, y, steps=100, batch=64)
+>>> appraiser = fit_autoencoder(Autoencoder(4, code=2, hidden=16), x, steps=50)
+>>> xs = creator.sample(0, torch.randn(8, 4))  # 8 samples of class 0 (deterministic DDIM)
+>>> r, l0 = appraiser_reward(appraiser, xs[:4], xs[4:], inner_steps=0)
+>>> float(r.detach())  # no inner step, no improvement: the reward is exactly 0
+0.0
+>>> camel = CAMEL(creator, appraiser, recog=0.0).optimize(label=0, steps=10, batch=16)
+>>> camel.delta.shape, len(camel.history), tuple(camel.sample(0, 5).shape)
+(torch.Size([16]), 10, (5, 4))
 """
 
 from __future__ import annotations

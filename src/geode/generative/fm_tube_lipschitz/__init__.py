@@ -36,6 +36,38 @@ exact at sigma=0.1 and 0.65-0.66x at sigma=0.03, median relative error 0.42-0.55
 the 1/sigma normal contraction (reported, not judged). Local-window quadrature is 15.8x faster than a whole-chart
 grid of the same resolution (circle, sigma=0.003, 64 points; 4.8x on the torus at sigma=0.05) with 0.06x the peak
 memory. One quick seed costs ~37-41 CPU seconds (both readings and the MLP).
+
+Examples
+--------
+The exact flow-matching field of a noisy circle in R^3: its Jacobian peaks like :math:`\sigma^{-1}`, not the
+ambient :math:`\sigma^{-3}`, and the normal directions contract at :math:`-1/(2\sigma)`:
+
+>>> import numpy as np
+>>> from geode.generative import Circle, GaussianSmoothedManifold, ambient_jacobian_bound, fit_loglog_slope
+>>> rng = np.random.default_rng(0)
+>>> sigmas, peaks, normal = [0.1, 0.03, 0.01], [], []
+>>> for sigma in sigmas:
+...     field = GaussianSmoothedManifold(Circle(ambient_dim=3, rotation_seed=0), sigma)
+...     t = 1 - sigma  # the Jacobian peaks at 1 - t ~ sigma
+...     x = field.sample_tube(t, 16, rng)  # points of p_t near the circle
+...     b = field.blocks(t, x)  # tangent/normal blocks of the Jacobian
+...     peaks.append(b["norm"].max())
+...     normal.append(b["normal_min"].min() * sigma)
+>>> round(fit_loglog_slope(sigmas, peaks), 1), np.round(normal, 1).tolist()
+(-1.0, [-0.5, -0.5, -0.5])
+>>> round(fit_loglog_slope(sigmas, [ambient_jacobian_bound(1 - s, s, 2.0) for s in sigmas]), 1)
+-3.0
+
+The same blocks of your own velocity network's Jacobian (any ``J`` of shape (n, D, D)):
+
+>>> import torch
+>>> from geode.generative import tangent_normal_blocks
+>>> _ = torch.manual_seed(0)
+>>> net = torch.nn.Sequential(torch.nn.Linear(3, 32), torch.nn.SiLU(), torch.nn.Linear(32, 3))  # v(x) at this t
+>>> J = torch.func.vmap(torch.func.jacrev(net))(torch.as_tensor(x, dtype=torch.float32)).detach().numpy()
+>>> _, T = field.manifold.nearest(x / t)  # tangent bases at the nearest points of the circle
+>>> sorted(tangent_normal_blocks(J, T))
+['coupling', 'norm', 'normal_max', 'normal_min', 'tangent', 'tangent_min']
 """
 
 from __future__ import annotations

@@ -49,6 +49,38 @@ the rank-1 parameterisation, not the msW1 loss, carries the gain here. Details a
 :mod:`geode.probabilistic.neural_qst.claim`. Benchmark (quick): :func:`max_sliced_w1` 1.39x faster than
 POT's ``max_sliced_wasserstein_distance`` (memory 0.72x); one msW1 training step 2.7x faster than an iMLE
 iteration and 2.7x slower than an NLL step.
+
+Examples
+--------
+Reconstruct a noisy two-mode cat state from simulated homodyne shots with the msW1-trained network:
+
+>>> import numpy as np
+>>> from geode.probabilistic import MeasurementModel, QuadratureGrid, fit_neural, simulate_homodyne, two_mode_cat
+>>> psi = two_mode_cat(0.8, cutoff=3)  # the state, 3 x 3 Fock amplitudes
+>>> th = np.pi * np.arange(3) / 3
+>>> phases = np.array([(a, b) for a in th for b in th])  # 9 joint phase settings
+>>> grid = QuadratureGrid(n_bins=12, eta=0.9)  # detector efficiency 0.9
+>>> train = simulate_homodyne(psi, phases, 100, grid, seed=0)  # 100 shots per setting
+>>> val = simulate_homodyne(psi, phases, 100, grid, seed=1)
+>>> model = MeasurementModel(grid, 3, phases)
+>>> import torch
+>>> _ = torch.manual_seed(0)  # the network's initial weights come from torch's global generator
+>>> res = fit_neural(model, train, val, loss="msw1", steps=100, lr=1e-2, width=32, psi_true=psi)
+>>> res.estimate.shape, bool(res.fidelities[-1] > 0.9)
+((9,), True)
+
+The loss on its own is POT-style, on weighted point clouds (numpy, or torch with gradients), and equals POT's
+along the same directions:
+
+>>> import ot
+>>> from geode.probabilistic import max_sliced_w1
+>>> rng = np.random.default_rng(0)
+>>> X, Y = rng.normal(size=(50, 2)), rng.normal(size=(60, 2)) + [1.0, 0.0]
+>>> a, b = np.full(50, 1 / 50), rng.dirichlet(np.ones(60))
+>>> u = np.array([[1.0, 0.0], [0.0, 1.0]])  # unit directions as columns, (d, P)
+>>> ours = max_sliced_w1(X, Y, a, b, projections=u)
+>>> bool(np.isclose(ours, ot.max_sliced_wasserstein_distance(X, Y, a, b, p=1, projections=u)))
+True
 """
 
 from __future__ import annotations

@@ -54,18 +54,49 @@ def _check_p(p: Any) -> float:
     return check_real("p", p, low=1.0)
 
 
+def _weights(name: str, w: Any, n: int, of: str) -> np.ndarray | None:
+    """Weights of the ``n`` points of ``of``, as POT takes them: non-negative, positive total (``None``: uniform)."""
+    if w is None:
+        return None
+    arr = check_array(name, w, ndim=1)
+    if arr.shape[0] != n:
+        raise ValueError(f"{name} must have {n} entries, one weight per point of {of}; got {arr.shape[0]}")
+    if np.any(arr < 0):
+        raise ValueError(f"{name} must be non-negative (weights of the points of {of})")
+    if not arr.sum() > 0:
+        raise ValueError(f"{name} must have a positive total mass; got {arr.sum()}")
+    return arr
+
+
 def _loo_costs(X: np.ndarray, p: float) -> np.ndarray:
     """Leave-one-out costs :math:`\\min_{j \\ne i} \\|x_i - x_j\\|^p`, one per point."""
     dist, _ = cKDTree(X).query(X, k=2)
     return dist[:, 1] ** p
 
 
+def _weighted_mean_and_se(costs: np.ndarray, w: np.ndarray | None) -> tuple[float, float]:
+    """The (weighted) mean of the per-query costs and its standard error (Kish's effective size for weights)."""
+    m = costs.shape[0]
+    if w is None:
+        se = float(costs.std(ddof=1) / math.sqrt(m)) if m > 1 else float("nan")
+        return float(costs.mean()), se
+    w = w / w.sum()
+    mean = float(w @ costs)
+    n_eff = 1.0 / float(w @ w)
+    if m < 2 or n_eff <= 1:
+        return mean, float("nan")
+    var = float(w @ (costs - mean) ** 2) * n_eff / (n_eff - 1.0)
+    return mean, math.sqrt(var / n_eff)
+
+
 def sampling_error(
     X: Any,
+    b: Any = None,
     *,
     p: float = 2,
     method: str | None = None,
     X_fresh: Any = None,
+    a: Any = None,
     seed: int | np.random.Generator | None = None,
     log: bool = False,
 ) -> float | tuple[float, dict[str, Any]]:
@@ -75,16 +106,26 @@ def sampling_error(
 
     .. math::
 
-        \widehat{E}_n = \frac1m \sum_{i=1}^m \min_{1\le j\le n} \|x_i - y_j\|^p, \qquad x_i \sim \rho
+        \widehat{E}_n = \sum_{i=1}^m a_i \min_{1\le j\le n} \|x_i - y_j\|^p, \qquad x_i \sim \rho
         \text{ independent of the atoms } y_j,
 
-    an unbiased Monte Carlo estimate of :math:`H(0) \le \mathrm{OT}_c(\rho, \hat\rho_n)`, computed with one
-    KD-tree; no OT solver and no tuning parameter.
+    a Monte Carlo estimate of :math:`H(0) \le \mathrm{OT}_c(\rho, \hat\rho_n)` (unbiased with the uniform
+    weights :math:`a_i = 1/m`, the default), computed with one KD-tree; no OT solver and no tuning parameter.
+    The weights follow POT (``ot.emd2(a, b, M)``): ``a`` weighs the query points (draws of :math:`\rho`, e.g. an
+    importance-weighted sample), ``b`` the atoms, :math:`\hat\rho_n = \sum_j b_j \delta_{y_j}`. :math:`H(0)` does
+    not depend on ``b``: it is a lower bound of :math:`\mathrm{OT}_c(\rho, \hat\rho_n)` for every ``b``, equal to
+    the OT between the weighted queries and the atoms when each :math:`b_j` is the ``a``-mass of the atom's
+    Voronoi cell (the nearest-atom plan is then feasible); ``log=True`` reports those cell masses and the
+    total-variation gap :math:`\frac12\sum_j |b_j - \text{cell}_j|` (0: the bound is tight against the queries).
 
     Parameters
     ----------
     X : array_like, shape (n, D) or (n,)
         The sample (the atoms of :math:`\hat\rho_n`).
+    b : array_like, shape (n,), optional
+        Weights of the points of ``X`` (non-negative, normalised to sum 1; default uniform). They weigh the
+        atoms; where the points of ``X`` are also the query points (``"loo"``, and ``"fresh"`` without
+        ``X_fresh``) they weigh those queries too: :math:`\sum_i b_i \min_{j\ne i}\|y_i - y_j\|^p / \sum_i b_i`.
     p : float, default 2
         Cost exponent, :math:`p \ge 1`.
     method : {"loo", "fresh"}, optional
@@ -97,11 +138,16 @@ def sampling_error(
         (+28% at d = 6 against the n-sample's value: the default before issue 18).
     X_fresh : array_like, shape (m, D), optional
         Fresh draws of :math:`\rho` (only with ``method="fresh"``).
+    a : array_like, shape (m,), optional
+        Weights of the points of ``X_fresh`` (non-negative, normalised to sum 1; default uniform; only with
+        ``X_fresh``).
     seed : int, numpy Generator or None
         Randomness of the held-out split (``method="fresh"`` without ``X_fresh``).
     log : bool, default False
         Also return a dict with ``n_atoms``, ``n_queries``, ``method``, ``std_error`` (the Monte Carlo
-        standard error of the mean) and ``costs`` (the per-query costs).
+        standard error of the mean; with weights, by Kish's effective sample size) and ``costs`` (the per-query
+        costs); with ``X_fresh`` also ``cell_mass`` (the query mass of each atom's Voronoi cell) and
+        ``mass_gap`` (the total-variation distance between ``b`` and ``cell_mass``).
 
     Returns
     -------
@@ -113,36 +159,52 @@ def sampling_error(
     1.333333
     >>> sampling_error([[0.0], [1.0]], p=2, X_fresh=[[0.25], [0.5], [2.0]])  # (1/16 + 1/4 + 1) / 3
     0.4375
+    >>> sampling_error([[0.0], [1.0]], p=2, X_fresh=[[0.25], [0.5], [2.0]], a=[0.5, 0.25, 0.25])  # 1/32 + 1/16 + 1/4
+    0.34375
     """
     p = _check_p(p)
     if method is None:
         method = "loo" if X_fresh is None else "fresh"
     check_choice("method", method, ("fresh", "loo"))
     Y = _points("X", X)
+    wy = _weights("b", b, Y.shape[0], "X")
+    if a is not None and X_fresh is None:
+        raise ValueError("a weighs X_fresh (the query points); the weights of X are b")
+    info: dict[str, Any] = {}
     if method == "loo":
         if X_fresh is not None:
             raise ValueError("X_fresh is used only with method='fresh'")
         costs = _loo_costs(Y, p)
+        wq = wy
         n_atoms = Y.shape[0] - 1
+    elif X_fresh is None:
+        rng = as_generator(seed)
+        perm = rng.permutation(Y.shape[0])
+        n_q = Y.shape[0] // 2
+        Q, Y = Y[perm[:n_q]], Y[perm[n_q:]]
+        wq = None if wy is None else wy[perm[:n_q]]
+        if wq is not None and not wq.sum() > 0:
+            raise ValueError("b puts no mass on the held-out half of X; pass X_fresh or method='loo'")
+        costs = cKDTree(Y).query(Q, k=1)[0] ** p
+        n_atoms = Y.shape[0]
     else:
-        if X_fresh is None:
-            rng = as_generator(seed)
-            perm = rng.permutation(Y.shape[0])
-            n_q = Y.shape[0] // 2
-            Q, Y = Y[perm[:n_q]], Y[perm[n_q:]]
-        else:
-            Q = _points("X_fresh", X_fresh, min_rows=1)
-            if Q.shape[1] != Y.shape[1]:
-                raise ValueError(f"X_fresh must have {Y.shape[1]} coordinates like X; got {Q.shape[1]}")
-        dist, _ = cKDTree(Y).query(Q, k=1)
+        Q = _points("X_fresh", X_fresh, min_rows=1)
+        if Q.shape[1] != Y.shape[1]:
+            raise ValueError(f"X_fresh must have {Y.shape[1]} coordinates like X; got {Q.shape[1]}")
+        wq = _weights("a", a, Q.shape[0], "X_fresh")
+        dist, nearest = cKDTree(Y).query(Q, k=1)
         costs = dist**p
         n_atoms = Y.shape[0]
-    value = float(costs.mean())
+        if log:
+            qa = np.full(Q.shape[0], 1.0 / Q.shape[0]) if wq is None else wq / wq.sum()
+            cells = np.bincount(nearest, weights=qa, minlength=Y.shape[0])
+            by = np.full(Y.shape[0], 1.0 / Y.shape[0]) if wy is None else wy / wy.sum()
+            info = {"cell_mass": cells, "mass_gap": float(0.5 * np.abs(cells - by).sum())}
+    value, se = _weighted_mean_and_se(costs, wq)
     if not log:
         return value
-    se = float(costs.std(ddof=1) / math.sqrt(costs.shape[0])) if costs.shape[0] > 1 else float("nan")
-    info = {"n_atoms": n_atoms, "n_queries": int(costs.shape[0]), "method": method, "std_error": se}
-    return value, info | {"costs": costs}
+    base = {"n_atoms": n_atoms, "n_queries": int(costs.shape[0]), "method": method, "std_error": se}
+    return value, base | info | {"costs": costs}
 
 
 def _default_scales(n: int) -> list[int]:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from geode.core import as_generator, check_int, check_real
-from geode.probabilistic.ot_sampling_error.estimators import _check_p, _points, intrinsic_dimension
+from geode.probabilistic.ot_sampling_error.estimators import _check_p, _points, _weights, intrinsic_dimension
 
 __all__ = ["richardson_extrapolate", "richardson_wasserstein", "wasserstein_pp"]
 
@@ -38,25 +38,32 @@ def _import_ot() -> Any:
     return ot
 
 
-def wasserstein_pp(X: Any, Y: Any, *, p: float = 2, reg: float | None = None) -> float:
-    r"""Plug-in :math:`W_p^p(\hat\rho_n, \hat\mu_m)` between two uniform empirical measures.
+def wasserstein_pp(X: Any, Y: Any, a: Any = None, b: Any = None, *, p: float = 2, reg: float | None = None) -> float:
+    r"""Plug-in :math:`W_p^p(\hat\rho, \hat\mu)` between two empirical measures, uniform or weighted like POT's.
 
     .. math::
 
-        W_p^p(\hat\rho_n, \hat\mu_m) = \min_{P \in \Pi(\frac1n \mathbf 1_n, \frac1m \mathbf 1_m)}
-        \sum_{ij} P_{ij} \|x_i - y_j\|^p,
+        W_p^p(\hat\rho, \hat\mu) = \min_{P \in \Pi(a, b)} \sum_{ij} P_{ij} \|x_i - y_j\|^p,
+        \qquad \hat\rho = \sum_i a_i \delta_{x_i},\ \hat\mu = \sum_j b_j \delta_{y_j},
 
-    solved exactly: as an assignment problem (``scipy.optimize.linear_sum_assignment``) when :math:`n = m`, or
-    when one size is a multiple :math:`k` of the other and the larger is at most 1200 (each point of the
-    smaller sample then takes :math:`k` copies), else by POT's network simplex (``ot.emd2``); or, when ``reg`` is
-    given, the transport cost
-    :math:`\langle P_\varepsilon, C\rangle` of the entropic plan with :math:`\varepsilon` = ``reg``
+    with :math:`a = \frac1n \mathbf 1_n`, :math:`b = \frac1m \mathbf 1_m` by default. The argument order is that
+    of POT's ``ot.solve_sample(X_a, X_b, a, b)``; the value is ``ot.emd2(a, b, M)`` with
+    :math:`M_{ij} = \|x_i - y_j\|^p`. Solved exactly: with uniform weights as an assignment problem
+    (``scipy.optimize.linear_sum_assignment``) when :math:`n = m`, or when one size is a multiple :math:`k` of
+    the other and the larger is at most 1200 (each point of the smaller sample then takes :math:`k` copies),
+    else (and with weights) by POT's network simplex (``ot.emd2``); or, when ``reg`` is given, the transport
+    cost :math:`\langle P_\varepsilon, C\rangle` of the entropic plan with :math:`\varepsilon` = ``reg``
     (``ot.sinkhorn2``, log-domain).
 
     Parameters
     ----------
     X : array_like, shape (n, D)
     Y : array_like, shape (m, D)
+    a : array_like, shape (n,), optional
+        Weights of the points of ``X`` (non-negative; default uniform :math:`1/n`).
+    b : array_like, shape (m,), optional
+        Weights of the points of ``Y`` (non-negative; default uniform :math:`1/m`). As in POT, ``a`` and ``b``
+        must have the same total mass (usually 1); the cost scales with it.
     p : float, default 2
         Cost exponent, :math:`p \ge 1`.
     reg : float, optional
@@ -65,14 +72,23 @@ def wasserstein_pp(X: Any, Y: Any, *, p: float = 2, reg: float | None = None) ->
     Returns
     -------
     float
+
+    Examples
+    --------
+    >>> wasserstein_pp([[0.0], [1.0]], [[0.0], [3.0]], p=1)  # (0 + 2) / 2
+    1.0
+    >>> wasserstein_pp([[0.0], [1.0]], [[0.0], [3.0]], a=[0.75, 0.25], b=[0.5, 0.5], p=1)  # 0->0: 1/2, 0->3, 1->3: 1/4
+    1.25
     """
     p = _check_p(p)
     A, B = _points("X", X), _points("Y", Y)
     if A.shape[1] != B.shape[1]:
         raise ValueError(f"X and Y must have the same number of coordinates; got {A.shape[1]} and {B.shape[1]}")
     n, m = A.shape[0], B.shape[0]
+    wa, wb = _weights("a", a, n, "X"), _weights("b", b, m, "Y")
     small, large = min(n, m), max(n, m)
-    if reg is None and large % small == 0 and (n == m or large <= ASSIGNMENT_MAX):
+    uniform = wa is None and wb is None
+    if uniform and reg is None and large % small == 0 and (n == m or large <= ASSIGNMENT_MAX):
         # uniform weights with m = k n: the transport polytope scaled by m has integer marginals (1 and k), so
         # an optimal vertex is an assignment of the m points to k copies of each of the n points (Birkhoff)
         from scipy.optimize import linear_sum_assignment
@@ -83,12 +99,27 @@ def wasserstein_pp(X: Any, Y: Any, *, p: float = 2, reg: float | None = None) ->
         rows, cols = linear_sum_assignment(C)
         return float(C[rows, cols].mean())
     ot = _import_ot()
-    a, b = np.full(n, 1.0 / n), np.full(m, 1.0 / m)
+    wa = np.full(n, 1.0 / n) if wa is None else wa
+    wb = np.full(m, 1.0 / m) if wb is None else wb
+    ta, tb = float(wa.sum()), float(wb.sum())
+    if abs(ta - tb) > 1e-6 * max(ta, tb):
+        raise ValueError(
+            f"a and b must have the same total mass (POT's convention); got {ta:.6g} and {tb:.6g} "
+            "(a weight vector not passed is uniform with total 1)"
+        )
     M = _cost(A, B, p)
     if reg is None:
-        return float(ot.emd2(a, b, M, numItermax=10_000_000))
+        return float(ot.emd2(wa, wb, M, numItermax=10_000_000))
     reg = check_real("reg", reg, low=0.0, low_inclusive=False)
-    return float(ot.sinkhorn2(a, b, M, reg, method="sinkhorn_log", numItermax=5000, stopThr=1e-8))
+    return float(ot.sinkhorn2(wa, wb, M, reg, method="sinkhorn_log", numItermax=5000, stopThr=1e-8))
+
+
+def _renormalised(w: np.ndarray, idx: np.ndarray, name: str) -> np.ndarray:
+    """The weights of a subsample, rescaled to the total mass of the full sample."""
+    sub = w[idx]
+    if not sub.sum() > 0:
+        raise ValueError(f"a random half of the sample carries no mass under {name}; drop its zero-weight points")
+    return sub * (w.sum() / sub.sum())
 
 
 def _cost(A: np.ndarray, B: np.ndarray, p: float) -> np.ndarray:
@@ -129,6 +160,8 @@ def richardson_extrapolate(w_n: Any, w_half: Any, beta: float) -> Any:
 def richardson_wasserstein(
     X: Any,
     Y: Any,
+    a: Any = None,
+    b: Any = None,
     *,
     p: float = 2,
     d_int: float | None = None,
@@ -146,6 +179,8 @@ def richardson_wasserstein(
         \qquad \beta = p / d_{\mathrm{int}},
 
     where :math:`\hat\rho^{(b)}_{n/2}, \hat\mu^{(b)}_{m/2}` are independent random halves of the two samples.
+    With weights ``a``, ``b`` (POT's convention, as in :func:`wasserstein_pp`) the plug-in is the weighted
+    :math:`W_p^p`, and each half keeps its points' weights, renormalised to the total of the full sample.
     With ``reg`` the plug-in terms are entropic costs, and the half-sample terms use
     :math:`\varepsilon_{n/2} = 2^\beta \varepsilon` ("diagonal" extrapolation: the entropic bias, taken
     proportional to :math:`\varepsilon`, is then on the same :math:`n^{-\beta}` ladder as the statistical bias
@@ -157,6 +192,8 @@ def richardson_wasserstein(
         Sample of :math:`\rho` (at least 4 points).
     Y : array_like, shape (m, D)
         Sample of :math:`\mu` (at least 4 points).
+    a, b : array_like, shape (n,) and (m,), optional
+        Weights of the points of ``X`` and ``Y`` (non-negative, equal totals; default uniform).
     p : float, default 2
         Cost exponent, :math:`p \ge 1`.
     d_int : float, optional
@@ -183,6 +220,7 @@ def richardson_wasserstein(
     if A.shape[1] != B.shape[1]:
         raise ValueError(f"X and Y must have the same number of coordinates; got {A.shape[1]} and {B.shape[1]}")
     n_bags = check_int("n_bags", n_bags, low=1)
+    wa, wb = _weights("a", a, A.shape[0], "X"), _weights("b", b, B.shape[0], "Y")
     if reg is not None:
         reg = check_real("reg", reg, low=0.0, low_inclusive=False)
     rng = as_generator(seed)
@@ -196,14 +234,16 @@ def richardson_wasserstein(
     d_int = check_real("d_int", d_int, low=0.0, low_inclusive=False)
     beta = p / d_int
     q = 2.0**beta
-    plugin = wasserstein_pp(A, B, p=p, reg=reg)
+    plugin = wasserstein_pp(A, B, wa, wb, p=p, reg=reg)
     reg_half = None if reg is None else reg * q
     n_half, m_half = A.shape[0] // 2, B.shape[0] // 2
     halves = np.empty(n_bags)
-    for b in range(n_bags):
+    for k in range(n_bags):
         ia = rng.permutation(A.shape[0])[:n_half]
         ib = rng.permutation(B.shape[0])[:m_half]
-        halves[b] = wasserstein_pp(A[ia], B[ib], p=p, reg=reg_half)
+        ha = None if wa is None else _renormalised(wa, ia, "a")
+        hb = None if wb is None else _renormalised(wb, ib, "b")
+        halves[k] = wasserstein_pp(A[ia], B[ib], ha, hb, p=p, reg=reg_half)
     half_mean = float(halves.mean())
     estimate = float(richardson_extrapolate(plugin, half_mean, beta))
     if not log:

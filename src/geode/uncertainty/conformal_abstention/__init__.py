@@ -39,6 +39,33 @@ recalibration, so that threshold does not discriminate), and AUROC is +0.0006/-0
 (0.926/0.923/0.927). On this toy the model's MSP already separates known from unknown facts (MSP 0.95 on
 seen facts, 0.5 on unseen); the per-entity reading gives the same picture (+0.003 to +0.005 participation,
 AUROC -0.001 to +0.002). The verdict's ``partial`` is carried by the validity threshold, which discriminates.
+
+Examples
+--------
+Certify when your classifier may answer: 90% conditional correctness with probability 0.9 over the
+calibration set (the same thresholds as MAPIE's controller; see :class:`ConformalAbstention`):
+
+>>> import numpy as np
+>>> from sklearn.datasets import make_classification
+>>> from sklearn.linear_model import LogisticRegression
+>>> from geode.uncertainty import ConformalAbstention, threshold_grid
+>>> X, y = make_classification(3000, n_features=10, n_informative=4, class_sep=2.0, random_state=0)
+>>> clf = LogisticRegression().fit(X[:1000], y[:1000])  # your classifier
+>>> def confidence_and_correct(X, y):
+...     proba = clf.predict_proba(X)
+...     return proba.max(1), proba.argmax(1) == y  # the MSP, and whether the answer is right
+>>> s_cal, c_cal = confidence_and_correct(X[1000:2000], y[1000:2000])
+>>> ca = ConformalAbstention(target_correctness=0.9, delta=0.1).fit(s_cal, c_cal)
+>>> s_test, c_test = confidence_and_correct(X[2000:], y[2000:])
+>>> answer = ca.predict(s_test)  # True: answer; False: abstain
+>>> ca.feasible_, bool(c_test[answer].mean() >= 0.9), bool(0 < answer.mean() < 1)
+(True, True, True)
+
+When the confidences crowd near 1 (an over-confident network), fix a finer grid before calibrating:
+
+>>> ca = ConformalAbstention(0.9, delta=0.1, thresholds=threshold_grid()).fit(s_cal, c_cal)
+>>> ca.feasible_
+True
 """
 
 from __future__ import annotations
@@ -47,6 +74,7 @@ from geode.uncertainty.conformal_abstention.abstention import (
     ConformalAbstention,
     hoeffding_bentkus_pvalue,
     minimum_calibration_size,
+    threshold_grid,
 )
 from geode.uncertainty.conformal_abstention.features import (
     GEOMETRY_FEATURES,
@@ -63,4 +91,5 @@ __all__ = [
     "hoeffding_bentkus_pvalue",
     "lm_answer_states",
     "minimum_calibration_size",
+    "threshold_grid",
 ]

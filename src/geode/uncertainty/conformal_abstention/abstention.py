@@ -50,7 +50,7 @@ from scipy.stats import binom
 
 from geode.core.validation import check_choice, check_real
 
-__all__ = ["ConformalAbstention", "hoeffding_bentkus_pvalue", "minimum_calibration_size"]
+__all__ = ["ConformalAbstention", "hoeffding_bentkus_pvalue", "minimum_calibration_size", "threshold_grid"]
 
 
 def _h1(a: np.ndarray, b: float) -> np.ndarray:
@@ -109,6 +109,47 @@ def minimum_calibration_size(
     return max(1, math.ceil(math.log(level) / math.log(tau) - 1e-12))
 
 
+def threshold_grid(n: int = 100, *, scores: Any = None, tail: float = 1e-6) -> np.ndarray:
+    r"""A grid of confidence thresholds fixed before calibration, for confidences that crowd near 1.
+
+    The default grid of :class:`ConformalAbstention` (MAPIE's :math:`0, 0.01, \dots, 0.99`) has one threshold
+    above 0.98; an over-confident network puts much of its mass there, and nothing may be certified. Two grids
+    that fix that and keep the guarantee:
+
+    - ``threshold_grid(n)``: :math:`0` and :math:`1 - 10^{-k}` for :math:`n - 1` values of :math:`k` evenly
+      spaced in :math:`[0, -\log_{10}\mathrm{tail}]`: log-spaced towards 1, down to ``1 - tail``; it uses no data.
+    - ``threshold_grid(n, scores=s)``: the :math:`n` quantiles at levels :math:`0, \frac1{n-1}, \dots, 1` of
+      the confidences ``s`` of *other* data than the calibration set (an unlabelled held-out split, or the
+      training set). A grid read off the calibration confidences themselves is chosen after seeing the data
+      it is certified on, which Learn-Then-Test does not cover.
+
+    Parameters
+    ----------
+    n : int, default 100
+        Number of thresholds (>= 2); duplicates are dropped.
+    scores : array_like, shape (m,), optional
+        Confidences of data independent of the calibration set.
+    tail : float, default 1e-6
+        The log grid's smallest gap to 1, in (0, 1).
+
+    Returns
+    -------
+    ndarray
+        Increasing thresholds, to pass as ``ConformalAbstention(thresholds=...)``.
+
+    Examples
+    --------
+    >>> threshold_grid(4, tail=1e-3)
+    array([0.   , 0.9  , 0.99 , 0.999])
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2:
+        raise ValueError(f"n must be >= 2 (an int); got {n!r}")
+    if scores is not None:
+        return np.unique(np.quantile(_as_scores("scores", scores), np.linspace(0.0, 1.0, n)))
+    tail = check_real("tail", tail, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+    return np.unique(np.r_[0.0, 1.0 - np.logspace(0.0, math.log10(tail), n)[1:]])
+
+
 def _as_scores(name: str, x: Any) -> np.ndarray:
     if hasattr(x, "detach"):
         x = x.detach().cpu().numpy()
@@ -136,8 +177,10 @@ class ConformalAbstention:
         :math:`\tau_p`: the guaranteed participation :math:`P(\text{answer})` (0 = no participation guarantee).
     thresholds : array, optional
         The grid :math:`\{\lambda_j\}` of confidence thresholds, fixed before seeing the calibration data
-        (a grid chosen from the calibration labels would void the guarantee). Default: MAPIE's grid
-        :math:`\{0, 0.01, \dots, 0.99\}` for confidences in [0, 1]; pass an array for other scales.
+        (a grid chosen from the calibration data would void the guarantee). Default: MAPIE's grid
+        :math:`\{0, 0.01, \dots, 0.99\}` for confidences in [0, 1]; pass an array for other scales, and
+        :func:`threshold_grid` (log-spaced towards 1, or quantiles of held-out confidences) when the confidences
+        crowd near 1, where the default grid may certify nothing.
     fwer : {"holm", "bonferroni", "fixed_sequence"}
         The family-wise error procedure. ``fixed_sequence`` tests from the largest threshold down and stops
         at the first non-rejection (valid when correctness grows with the threshold).
@@ -159,6 +202,32 @@ class ConformalAbstention:
     >>> s = rng.uniform(size=2000); c = rng.uniform(size=2000) < s
     >>> ca = ConformalAbstention(0.75, delta=0.1).fit(s, c)
     >>> 0.4 < ca.threshold_ < 0.8
+    True
+
+    The same calibration with MAPIE (``mapie>=1.0``, the ``uq`` extra): its ``BinaryClassificationController``
+    with the risk ``precision`` and a participation risk (``P(answer) >= tau_p``; MAPIE's own
+    ``predicted_positive_fraction`` bounds participation from above instead), the confidence as the
+    positive-class probability, ``target_level`` the two targets and ``confidence_level = 1 - delta``. It
+    certifies the same thresholds, a subset where its floating-point ``ceil`` rounds an exact count up:
+
+    >>> from mapie.risk_control import BinaryClassificationController, BinaryRisk, precision
+    >>> participation = BinaryRisk(
+    ...     risk_occurrence=lambda y_true, y_pred: y_pred == 1,
+    ...     risk_condition=lambda y_true, y_pred: np.repeat(True, len(y_true)),
+    ...     higher_is_better=True,
+    ... )
+    >>> ctl = BinaryClassificationController(
+    ...     predict_function=lambda conf: np.column_stack([1 - conf, conf]),
+    ...     risk=[precision, participation],
+    ...     target_level=[0.75, 0.3],
+    ...     confidence_level=0.9,
+    ...     best_predict_param_choice=participation,  # the largest participation: the smallest threshold
+    ... )
+    >>> _ = ctl.calibrate(s, c.astype(int))
+    >>> ours = ConformalAbstention(0.75, delta=0.1, target_participation=0.3).fit(s, c)
+    >>> bool(np.array_equal(np.sort(ctl.valid_predict_params), ours.valid_thresholds_))
+    True
+    >>> float(ctl.best_predict_param) == ours.threshold_
     True
     """
 
@@ -245,15 +314,25 @@ class ConformalAbstention:
         self.feasible_ = bool(rejected.any())
         self.threshold_ = float(self.valid_thresholds_.min()) if self.feasible_ else None
         self.calibration_ = {k: v[rejected] for k, v in r.items()}
+        self._top_share = float(np.mean(s >= self.thresholds.max()))  # for the infeasible message
         return self
 
     def _check_fitted(self) -> float:
         if not self.p_values_.size:
             raise RuntimeError("call fit(confidence, correct) before predict/abstain")
         if self.threshold_ is None:
+            level = self.delta if self.fwer == "fixed_sequence" else self.delta / len(self.thresholds)
             raise RuntimeError(
-                "no threshold could be certified on the calibration set (feasible_ is False): the guarantee "
-                "asked for is out of reach of these confidences; abstaining on every query is the only safe rule"
+                "no threshold could be certified on the calibration set (feasible_ is False): the guarantee asked "
+                f"for (correctness {self.target_correctness}, participation {self.target_participation}, delta "
+                f"{self.delta}) is out of reach of these confidences on this grid of {len(self.thresholds)} "
+                f"thresholds. The smallest p-value is {self.p_values_.min():.3g} (the first rejection needs "
+                f"<= {level:.3g}); {self._top_share:.1%} of the calibration confidences are >= "
+                f"{self.thresholds.max():g}, the grid's largest threshold. If the confidences crowd near 1 (an "
+                "over-confident network), pass a grid fixed before calibration: thresholds=threshold_grid() "
+                "(log-spaced towards 1) or thresholds=threshold_grid(scores=<confidences of held-out data>); "
+                "else ask for less or calibrate on more points. Until then abstaining on every query is the only "
+                "safe rule"
             )
         return self.threshold_
 
