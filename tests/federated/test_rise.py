@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -147,3 +149,55 @@ def test_bad_config_names_the_key():
         c.fit(init, {"rise-blsc": -1.0})
     with pytest.raises(ValueError, match="batch-size"):
         c.fit(init, {"rise-blsc": 1.0, "batch-size": 0})
+
+
+# -- issue 43: RISE.prepare_geometry replaces the four manual steps; a client that ignores RISE is loud --------
+
+
+def _clients_data(seed: int = 0):
+    x, y, model, _, _ = _setup(seed)
+    return model, [(x[:60], y[:60]), (x[60:], y[60:])]
+
+
+def test_prepare_geometry_equals_the_four_manual_steps():
+    model, data = _clients_data()
+    fed = RISE.prepare_geometry(model, data, rank=3, lr=0.1, batch_size=16)
+    with torch.no_grad():
+        stats = [client_feature_stats(model[:-1](torch.as_tensor(x)).numpy(), y, 4) for x, y in data]
+    manual = aggregate_geometry(stats, rank=3)
+    for name in ("prototypes", "basis", "profile"):
+        np.testing.assert_allclose(getattr(fed.geometry, name), getattr(manual, name), atol=1e-6)
+    assert len(fed.clients) == 2 and all(isinstance(c, GeometryClient) for c in fed.clients)
+    assert fed.clients[0].model is not model  # the user's model is never overwritten by the clients
+    init = [v.detach().numpy() for v in model.state_dict().values()]
+    for a, b in zip(fed.initial_parameters, init):
+        np.testing.assert_array_equal(a, b)
+    # the same run as the hand-assembled one
+    geo = [GeometryClient(model, x, y, geometry=manual, lr=0.1, batch_size=16) for x, y in data]
+    h0 = Simulator(geo, RISE(1.0, 1.0), init, clients_per_round=2, seed=3).run(2)
+    h1 = Simulator(fed.clients, RISE(1.0, 1.0), fed.initial_parameters, clients_per_round=2, seed=3).run(2)
+    for a, b in zip(h0.parameters, h1.parameters):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def test_prepare_geometry_validates_its_inputs():
+    model, data = _clients_data()
+    with pytest.raises(TypeError, match="nn.Sequential"):
+        RISE.prepare_geometry(torch.nn.Linear(8, 4), data)
+    with pytest.raises(ValueError, match="client_data"):
+        RISE.prepare_geometry(model, [])
+    with pytest.raises(ValueError, match=r"client_data\[1\]"):
+        RISE.prepare_geometry(model, [data[0], (data[1][0],)])
+
+
+def test_rise_warns_when_clients_ignore_its_settings():
+    model, data = _clients_data()
+    init = [v.detach().numpy().copy() for v in model.state_dict().values()]
+    plain = [TorchClient(model, x, y, lr=0.1, batch_size=16) for x, y in data]
+    with pytest.warns(UserWarning, match="ignore RISE's settings"):
+        Simulator(plain, RISE(1.0, 1.0), init, clients_per_round=2, seed=0).run(2)
+    fed = RISE.prepare_geometry(model, data, rank=3, lr=0.1, batch_size=16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Simulator(fed.clients, RISE(1.0, 1.0), fed.initial_parameters, clients_per_round=2, seed=0).run(2)
+        Simulator(plain, RISE(0.0, 0.0), init, clients_per_round=2, seed=0).run(1)  # RISE(0, 0) is FedAvg

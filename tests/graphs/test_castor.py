@@ -268,3 +268,81 @@ def test_training_rejects_a_directed_or_out_of_range_graph():
     bad.edge_index = torch.tensor([[0, 40], [40, 0]])
     with pytest.raises(ValueError, match="outside the node range"):
         fit_node_classifier(MLP(50, 8, 4), bad, masks, epochs=1)
+
+
+# -- issue 43: CastorConv takes edge_weight (and a sparse adjacency) like every PyG conv, warns on directed graphs --
+
+
+def test_castor_conv_takes_edge_weight_like_pyg_convs():
+    from torch_geometric.nn import APPNP
+
+    d = csbm(60, 3, 0.5, seed=1)
+    g = torch.Generator().manual_seed(0)
+    s, t = d.edge_index
+    w = torch.rand(s.numel(), generator=g) + 0.1
+    w = 0.5 * (w + w[_reverse_positions(d.edge_index)])  # symmetric weights
+    z = torch.randn(60, 3, generator=g)
+    conv = forced(CastorConv(3, hops=3, momentum=False), 0)  # the low-pass limit
+    ref = APPNP(K=3, alpha=0.0)(z, d.edge_index, w)
+    assert torch.allclose(conv(z, d.edge_index, w), ref, atol=1e-5)
+    assert torch.allclose(conv(z, d.edge_index, edge_weight=w), ref, atol=1e-5)
+    assert not torch.allclose(conv(z, d.edge_index), ref, atol=1e-3)  # the weights matter
+    assert torch.allclose(conv(z, d.edge_index, torch.ones_like(w)), conv(z, d.edge_index), atol=1e-6)
+    out, trace = conv(z, d.edge_index, w, return_weights=True)
+    assert torch.allclose(out, ref, atol=1e-5) and trace.shape == (3, 60, 3)
+    model = Castor(50, 8, 3, hops=2).eval()
+    assert model(d.x, d.edge_index, w).shape == (60, 3)
+    w.requires_grad_(True)  # learnable edge weights get a gradient (no stale cache)
+    conv(z, d.edge_index, w).sum().backward()
+    assert w.grad is not None and bool(torch.isfinite(w.grad).all())
+
+
+def test_castor_conv_accepts_a_sparse_adjacency_like_pyg_convs():
+    from torch_geometric.utils import to_torch_coo_tensor
+
+    d = csbm(50, 3, 0.4, seed=2)
+    w = torch.rand(d.edge_index.size(1), generator=torch.Generator().manual_seed(1))
+    w = 0.5 * (w + w[_reverse_positions(d.edge_index)])
+    adj_t = to_torch_coo_tensor(d.edge_index.flip(0), w, size=50)  # PyG's adj_t: row = target
+    z = torch.randn(50, 4, generator=torch.Generator().manual_seed(2))
+    torch.manual_seed(0)
+    conv = CastorConv(4, hops=3)
+    assert torch.allclose(conv(z, adj_t), conv(z, d.edge_index, w), atol=1e-5)
+
+
+def test_castor_conv_warns_on_a_directed_edge_index():
+    import warnings
+
+    z = torch.randn(4, 2)
+    conv = CastorConv(2, hops=2)
+    with pytest.warns(UserWarning, match="directed"):
+        conv(z, torch.tensor([[0, 1, 2], [1, 2, 3]]))  # a path, one direction only
+    sym = cycle(4)
+    w = torch.arange(1.0, 9.0)  # w(i, j) != w(j, i)
+    with pytest.warns(UserWarning, match="directed|symmetric"):
+        conv(z, sym, w)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        conv(z, sym)
+        conv(z, sym, torch.ones(8))
+
+
+def test_castor_conv_documents_every_argument():
+    import inspect
+
+    doc = inspect.getdoc(CastorConv) or ""
+    for name in inspect.signature(CastorConv.__init__).parameters:
+        if name != "self":
+            assert f"{name} :" in doc, f"CastorConv's docstring does not document {name}"
+    fwd = inspect.getdoc(CastorConv.forward) or ""
+    for name in ("edge_index", "edge_weight", "return_weights"):
+        assert name in fwd
+
+
+def _reverse_positions(edge_index: torch.Tensor) -> torch.Tensor:
+    """For a symmetric edge_index, the position of each edge's reverse."""
+    n = int(edge_index.max()) + 1
+    code = edge_index[0] * n + edge_index[1]
+    rev = edge_index[1] * n + edge_index[0]
+    order = torch.argsort(code)
+    return order[torch.searchsorted(code[order], rev)]

@@ -189,3 +189,23 @@ def test_bench_cases_run_at_smoke_size():
 
     (case,) = cases("smoke")
     assert np.isfinite(case.candidate()) and all(np.isfinite(f()) for f in case.baselines.values())
+
+
+def test_a_closure_that_calls_backward_gets_a_zeroth_order_error():
+    """Issue 43: torch users write ``loss.backward()`` in closures by habit; say what to do instead."""
+    from geode.optim import QZO, MeZO
+
+    p = torch.nn.Parameter(torch.tensor([0.5, 2.0]))
+    x = torch.tensor([1.0, -1.0])
+
+    def closure():
+        loss = ((p * x).sum() - 1.0) ** 2
+        loss.backward()
+        return loss
+
+    for opt in (HoZO([p], lr=0.1), MeZO([p], lr=0.1), QZO([p], lr=0.1)):
+        name = type(opt).__name__
+        with pytest.raises(RuntimeError, match=rf"{name} is zeroth-order: the closure must return the loss without "):
+            opt.step(closure)
+        assert torch.allclose(p.detach(), torch.tensor([0.5, 2.0]), rtol=1e-6)  # the parameters were restored
+    assert "closure" in (HoZO.__doc__ or "") and ">>>" in (HoZO.__doc__ or "")

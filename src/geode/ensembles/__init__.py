@@ -12,6 +12,45 @@
 * :mod:`geode.ensembles.mda`: merging with directional alignment (paper ``mda``).
 
 Importing this package needs numpy only (torch is imported when a model is trained).
+
+Papers and their names
+----------------------
+Every name below is importable from the field package and from its paper's package.
+
+``comparability-fusion`` (``geode.ensembles.comparability_fusion``)::
+
+    from geode.ensembles import ComparabilityRecovery, geometry_descriptor, project_log_scales
+
+- ``ComparabilityRecovery``: the method, an sklearn estimator: ``fit(P)`` on (oracles, N, C), ``transform``, ``fuse``;
+- ``geometry_descriptor``: each oracle's geometry descriptor (sharpness) of its soft outputs;
+- ``project_log_scales``: the projection of log-scales onto the gauge constraint (sum zero, bounded).
+
+``mda`` (``geode.ensembles.mda``)::
+
+    from geode.ensembles import MDA, align_task_vectors, mda_tensor, polar
+
+- ``MDA``: the merger: ``merge(base, finetuned_models, data=None, heads=None)``, both stages;
+- ``align_task_vectors``: the data-free stage on one tensor's task vectors (orthogonal task subspaces);
+- ``mda_tensor``: the data-free merge of one tensor (mergekit convention);
+- ``polar``: the orthogonal polar factor (Procrustes) of a matrix.
+
+``safecut`` (``geode.ensembles.safecut``)::
+
+    from geode.ensembles import (
+        CutStatistic, SafeCut, SafeCutGate, SafeCutRounds, cut_reliability, cut_statistic, diversity_loss,
+        iic_loss, knn_graph, mutual_mask,
+    )
+
+- ``SafeCut``: the released method: reliability-gated mutual distillation, ``fit(target, partner, x)``;
+- ``cut_reliability``: the reliability exp(-cut) of pseudo-labels on a mutual cosine kNN graph;
+- ``knn_graph``: exact k nearest neighbours (brute, sklearn or torch backend);
+- ``mutual_mask``: which kNN edges are mutual;
+- ``iic_loss``: IIC's mutual-information loss between two models' predictions;
+- ``diversity_loss``: the batch-diversity loss;
+- ``cut_statistic``: revision 1's standardised cut statistic Z;
+- ``CutStatistic``: the parts of ``cut_statistic`` per sample;
+- ``SafeCutGate``: revision 1's one-directional gate from the Z statistics;
+- ``SafeCutRounds``: revision 1's rounds of gated hard-label exchange.
 """
 
 from __future__ import annotations

@@ -17,6 +17,70 @@ several of them reuse sits here, in Flower's vocabulary:
 
 Importing this package needs numpy only (torch is imported by :class:`TorchClient`, flwr by
 :func:`to_flower`).
+
+Papers and their names
+----------------------
+Every name below is importable from the field package and from its paper's package.
+
+``craft`` (``geode.federated.craft``)::
+
+    from geode.federated import (
+        CRAFT, FLSetup, craft_direction, load_fl_dataset, make_mlp, module_groups, run_fl_benchmark,
+    )
+
+- ``CRAFT``: the conflict-resolved aggregation as a server strategy (``aggregate``, layer groups, ``max_step_norm``);
+- ``craft_direction``: the closed-form conflict-free direction of one layer group (numpy, with diagnostics);
+- ``module_groups``: the paper's layer groups (a module's weight and bias together) from a torch model;
+- ``FLSetup``: one configuration of the claim's federated benchmark (experiment helper);
+- ``load_fl_dataset``: the benchmark's stratified train/validation/test splits (experiment helper);
+- ``make_mlp``: the benchmark's ReLU MLP, seeded (experiment helper);
+- ``run_fl_benchmark``: one seed of the claim's benchmark, every method tuned (experiment helper).
+
+``fed-prior-bank`` (``geode.federated.fed_prior_bank``)::
+
+    from geode.federated import (
+        BankSetup, ClassMoments, DistributionCalibration, FlowData, PriorBank, PriorBankClassifier, ProtoNet,
+        SupportLogReg, class_moments, embed_phrases, federated_class_moments, make_flow_data, map_shrinkage,
+        pack_moments, run_prior_bank_experiment, sample_episode, unpack_moments,
+    )
+
+- ``federated_class_moments``: per-class counts, sums and second moments of all clients through the secure sum;
+- ``PriorBank``: the server's bank: label-phrase embeddings, class means, covariances; ``retrieve`` and ``prior``;
+- ``PriorBankClassifier``: the episode classifier (retrieved priors, MAP shrinkage, sampled features, logreg);
+- ``map_shrinkage``: the normal-inverse-Wishart posterior mode of one class's mean and covariance;
+- ``embed_phrases``: unit-norm label-phrase embeddings (MiniLM when installed, else hashed character n-grams);
+- ``ClassMoments``: per-class sufficient statistics (counts, sums, second moments), with ``mean_cov``;
+- ``class_moments``: one client's ``ClassMoments``;
+- ``pack_moments``: moments flattened to one vector (what a client uploads to the secure sum);
+- ``unpack_moments``: the inverse of ``pack_moments``;
+- ``ProtoNet``: baseline: nearest support prototype;
+- ``SupportLogReg``: baseline: logistic regression on the support only;
+- ``DistributionCalibration``: baseline: Distribution Calibration (Yang et al., 2021) on the bank's statistics;
+- ``sample_episode``: an N-way K-shot episode (support and query indices) from a labelled pool;
+- ``FlowData``: the synthetic CICIDS-like flow data set (base and rare classes, label phrases);
+- ``make_flow_data``: draw a ``FlowData``;
+- ``BankSetup``: one configuration of the claim's experiment (experiment helper);
+- ``run_prior_bank_experiment``: one seed of the claim's experiment (experiment helper).
+
+``rise`` (``geode.federated.rise``)::
+
+    from geode.federated import (
+        BLSCLoss, FedDecorr, GeometryClient, MRGALoss, PretrainedGeometry, ProtoKD, RISE, RISEFederation,
+        aggregate_geometry, client_feature_stats, feddecorr_loss, proto_kd_loss,
+    )
+
+- ``RISE``: the strategy: FedAvg aggregation, sends the BLSC/MRGA weights; ``RISE.prepare_geometry`` sets a run up;
+- ``RISEFederation``: what ``prepare_geometry`` returns: ``(geometry, clients, initial_parameters)``;
+- ``GeometryClient``: the client trainer that adds the regularisers (and reports the weights it applied);
+- ``PretrainedGeometry``: the broadcast geometry: class prototypes, principal basis, energy profile;
+- ``client_feature_stats``: one client's statistics of pre-trained features (class counts and sums, second moment);
+- ``aggregate_geometry``: the server's ``PretrainedGeometry`` from every client's statistics;
+- ``BLSCLoss``: the subspace-correction loss (an ``nn.Module``);
+- ``MRGALoss``: the relation-graph alignment loss (an ``nn.Module``);
+- ``FedDecorr``: baseline strategy: FedDecorr's decorrelation weight;
+- ``ProtoKD``: baseline strategy: prototype distillation weight;
+- ``feddecorr_loss``: FedDecorr's loss of a feature batch;
+- ``proto_kd_loss``: prototype distillation loss of a feature batch.
 """
 
 from __future__ import annotations

@@ -9,6 +9,20 @@ The paper folders live below (``geode.optim.hozo``); what several of them can re
   ``step(closure)`` and the MeZO seed trick (O(1) state): the base :class:`ZerothOrderOptimizer`,
   :class:`MeZO` (Malladi et al., 2023) and :class:`QZO` (Shang et al., 2025: MeZO on the scales with
   directional derivative clipping and a projection onto the orthant), and :func:`optimizer_state_bytes`.
+
+Papers and their names
+----------------------
+Every name below is importable from the field package and from its paper's package.
+
+``hozo`` (``geode.optim.hozo``)::
+
+    from geode.optim import EuclideanMetric, HoZO, LogMetric, OrthantMetric, get_metric
+
+- ``HoZO``: the optimiser, a ``torch.optim.Optimizer``: ``step(closure)``, the closure returns the loss (no backward);
+- ``LogMetric``: HoZO's complete metric on the positive orthant (closed-form exponential map);
+- ``EuclideanMetric``: the flat metric (HoZO with it is MeZO), for ablations;
+- ``OrthantMetric``: the base class of orthant metrics;
+- ``get_metric``: a metric from its name (``"log"``, ``"euclidean"``).
 """
 
 from __future__ import annotations

@@ -25,7 +25,8 @@ Subclasses define the perturbation and the update (:class:`ZerothOrderOptimizer`
 version on the positive orthant) lives in :mod:`geode.optim.hozo`.
 
 The closure is called under ``torch.no_grad()`` and must return a finite scalar loss (a Python number
-or a one-element tensor); anything else raises after the parameters have been restored. Every step
+or a one-element tensor) without calling ``backward()`` (a closure that does gets a ``RuntimeError`` saying
+so); anything else raises after the parameters have been restored. Every step
 also counts *boundary violations* of positive parameters: entries that a perturbation (``perturb``) or
 an update before any projection (``update``) left :math:`\le 0`; they are kept in
 ``optimizer.violations`` (plain integers, O(1)).
@@ -203,6 +204,21 @@ class ZerothOrderOptimizer(torch.optim.Optimizer):
         raise NotImplementedError
 
     # -- the step -----------------------------------------------------------------------------------------
+    def _call(self, closure: Callable[[], Any]) -> Any:
+        """``closure()``; a closure that calls ``backward()`` (a torch habit) gets an error saying what to do."""
+        try:
+            return closure()
+        except RuntimeError as exc:
+            msg = str(exc)
+            if "does not require grad" not in msg and "does not have a grad_fn" not in msg:
+                raise
+            raise RuntimeError(
+                f"{type(self).__name__} is zeroth-order: the closure must return the loss without calling "
+                "backward(). step() evaluates it twice under torch.no_grad() (no graph, no gradients), so write "
+                "`def closure(): return loss_fn(model(x), y)` with no zero_grad() or backward(). The parameters "
+                f"were restored. (torch said: {msg})"
+            ) from exc
+
     @torch.no_grad()
     def step(self, closure: Callable[[], Any] | None = None) -> float:  # type: ignore[override]
         """One two-point step; ``closure()`` returns the loss of the current parameters (no backward).
@@ -226,11 +242,11 @@ class ZerothOrderOptimizer(torch.optim.Optimizer):
             self._perturb_all(seed, +1.0)
             state = 1
             self._count_perturb_violations()
-            lp = check_loss(closure(), "closure (at +eps)")
+            lp = check_loss(self._call(closure), "closure (at +eps)")
             self._perturb_all(seed, -2.0)
             state = -1
             self._count_perturb_violations()
-            lm = check_loss(closure(), "closure (at -eps)")
+            lm = check_loss(self._call(closure), "closure (at -eps)")
         finally:
             if state:
                 self._perturb_all(seed, -float(state))

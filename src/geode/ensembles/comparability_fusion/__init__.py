@@ -54,16 +54,42 @@ What we inferred (the abstract names the ingredients only):
   with either pool (0.008 vs 0.012); recovery still cuts the linear pool's KL by 55 %. On real oracles it
   now helps (digits NLL -0.009, breast cancer -0.002, the latter within its control's noise).
 * **Not done.** The paper's CIFAR-10 model-zoo experiments and its stability theorem's constants.
+
+Examples
+--------
+Three oracles report the same truth at temperatures 0.4, 1 and 5 (plus a little noise); recovery learns
+scales that undo them (up to the common scale, fixed by a labelled temperature if needed), after which the
+oracles agree and can be pooled:
+
+>>> import numpy as np
+>>> from geode.ensembles import ComparabilityRecovery, clr, kl_divergence, softmax
+>>> rng = np.random.default_rng(0)
+>>> q = softmax(rng.normal(scale=1.5, size=(500, 5)))                  # the shared truth, 500 samples
+>>> P = np.stack([softmax(t * clr(q) + rng.normal(scale=0.1, size=q.shape)) for t in (0.4, 1.0, 5.0)])
+>>> cr = ComparabilityRecovery().fit(P)                                # label-free; P is (oracles, N, C)
+>>> (cr.scales_ * [0.4, 1.0, 5.0]).round(2)                            # a_m * tau_m: one common scale
+array([1.23, 1.27, 1.28])
+>>> R = cr.transform(P)
+>>> float(kl_divergence(P[2], P[0]).mean().round(3)), float(kl_divergence(R[2], R[0]).mean().round(3))
+(0.804, 0.042)
+>>> cr.fuse(P).shape                                                   # the pooled distribution
+(500, 5)
 """
 
 from __future__ import annotations
 
 from geode.ensembles.comparability_fusion.recovery import (
-    DESCRIPTORS,
-    VARIANTS,
+    DESCRIPTORS as DESCRIPTORS,
+)
+from geode.ensembles.comparability_fusion.recovery import (
+    VARIANTS as VARIANTS,
+)
+from geode.ensembles.comparability_fusion.recovery import (
     ComparabilityRecovery,
     geometry_descriptor,
     project_log_scales,
 )
 
-__all__ = ["DESCRIPTORS", "VARIANTS", "ComparabilityRecovery", "geometry_descriptor", "project_log_scales"]
+# DESCRIPTORS and VARIANTS (the allowed option values, listed in ComparabilityRecovery's docstring) are importable
+# from this package but kept out of __all__: constants, not API (the field re-exports __all__).
+__all__ = ["ComparabilityRecovery", "geometry_descriptor", "project_log_scales"]

@@ -29,6 +29,33 @@ summary (``shared/papers/mda.md``):
 5. biases and other 1-D tensors are not aligned (task arithmetic), as mergekit methods usually do.
 
 Quick-mode verdict: see :mod:`geode.ensembles.mda.claim`.
+
+Examples
+--------
+Three fine-tunings of one linear layer: the data-free stage makes their task vectors' dominant directions
+mutually orthogonal (no interference) while each keeps its singular values, then merges:
+
+>>> import torch
+>>> from geode.ensembles import MDA, align_task_vectors
+>>> _ = torch.manual_seed(0)
+>>> base = torch.nn.Linear(8, 6)
+>>> tuned = []
+>>> for _ in range(3):
+...     m = torch.nn.Linear(8, 6)
+...     _ = m.load_state_dict(base.state_dict())
+...     with torch.no_grad():
+...         _ = m.weight.add_(0.1 * torch.randn(6, 8))
+...     tuned.append(m)
+>>> taus = [m.weight.detach() - base.weight.detach() for m in tuned]
+>>> aligned = align_task_vectors(taus)                      # rank min(6, 8) / 3 = 2 per task
+>>> max(float((aligned[i].T @ aligned[j]).abs().max()) for i in range(3) for j in range(3) if i != j) < 1e-6
+True
+>>> s = [torch.linalg.svdvals(t)[:2] for t in taus]       # the kept singular values are unchanged
+>>> all(torch.allclose(torch.linalg.svdvals(a)[:2], v, atol=1e-5) for a, v in zip(aligned, s))
+True
+>>> merged = MDA(lam=0.5).merge(base, tuned)               # a copy of base; data=, heads= add stage 2
+>>> merged(torch.randn(4, 8)).shape
+torch.Size([4, 6])
 """
 
 from __future__ import annotations

@@ -15,8 +15,10 @@ __all__ = ["MDA", "align_task_vectors", "mda_tensor", "polar"]
 
 
 def polar(m: Any) -> Any:
-    """The orthogonal polar factor :math:`PQ^\\top` of :math:`m = P\\Sigma Q^\\top` (nearest matrix with
-    orthonormal columns, or rows when ``m`` is wide, in Frobenius norm: the Procrustes solution).
+    """The orthogonal polar factor of a matrix: the nearest one with orthonormal columns (Procrustes).
+
+    For :math:`m = P\\Sigma Q^\\top` it is :math:`PQ^\\top`, the nearest matrix with orthonormal columns (or
+    rows when ``m`` is wide) in Frobenius norm: the Procrustes solution.
 
     Singular directions with :math:`\\sigma \\le 10^{-6}\\sigma_{\\max}` are dropped, which makes the factor
     unique for a rank-deficient ``m`` (the partial isometry on its range; duplicated tasks share it).

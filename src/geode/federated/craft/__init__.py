@@ -65,6 +65,32 @@ every group has d_q >> K and a reference exists from round 2):
   group; the repository attaches only GroupNorm/LayerNorm that follow a conv;
 - per-client accuracy is the label-mix-reweighted global test accuracy; the repository measures each
   client on its own held-out 20 %.
+
+Examples
+--------
+A Flower-shaped ``aggregate`` on hand-made client models: the heavier client moves the one weight vector
+along the first axis, the lighter one mostly against it. FedAvg's step conflicts with the lighter client
+(a negative inner product with its own move); CRAFT's step agrees with both, with alignments equal to the
+data weights 30/40 and 10/40:
+
+>>> import numpy as np
+>>> from geode.federated import CRAFT, FedAvg
+>>> theta = [np.zeros(2)]                                   # the global model theta_t (one array)
+>>> clients = [[np.array([1.0, 0.0])], [np.array([-0.8, 0.3])]]  # the trained client models
+>>> n = [30, 10]                                            # their example counts
+>>> moves = np.array([c[0] - theta[0] for c in clients])
+>>> fedavg_step = FedAvg().aggregate(theta, clients, n)[0] - theta[0]
+>>> (moves @ fedavg_step).round(3)                          # client 2 is pushed backwards
+array([ 0.55 , -0.418])
+>>> craft = CRAFT(server_lr=1.0)
+>>> craft_step = craft.aggregate(theta, clients, n)[0] - theta[0]
+>>> (moves @ craft_step).round(3)                           # conflict-free: both positive
+array([0.75 , 0.214])
+>>> craft.last_alignment[0].round(3)                        # u_i . x* = w_i
+array([0.75, 0.25])
+
+In a simulation, ``Simulator(clients, CRAFT(0.3, groups=module_groups(model)), ...)``; on Flower,
+``geode.federated.to_flower(CRAFT(0.3))`` (``examples/federated_flower.py``).
 """
 
 from __future__ import annotations

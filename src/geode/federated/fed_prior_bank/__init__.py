@@ -57,6 +57,38 @@ Distribution Calibration):
   1.0 to measure the "skewed clients" part of the claim.
 - Negative control: the prior bank with the episode's label phrases shuffled among its classes; the
   sensitivity run removes the family structure of the generator (``family_spread=0``).
+
+Examples
+--------
+Three clients hold features of six base attack classes (two per family); the bank is built from their
+class moments through the secure sum, and a 1-shot episode on three rare classes retrieves priors by the
+label phrases (the hashed n-gram embedding: no model needed):
+
+>>> import numpy as np
+>>> from geode.federated import PriorBank, PriorBankClassifier, ProtoNet, embed_phrases, federated_class_moments
+>>> rng = np.random.default_rng(0)
+>>> names = ["DoS Hulk", "DoS GoldenEye", "Bot ARES", "Bot Zeus", "PortScan", "Portmap"]
+>>> family_mean = rng.normal(scale=3.0, size=(3, 8))
+>>> means = family_mean[[0, 0, 1, 1, 2, 2]] + rng.normal(size=(6, 8))
+>>> clients = []
+>>> for _ in range(3):
+...     y = rng.integers(0, 6, 80)
+...     clients.append((means[y] + 2.0 * rng.normal(size=(80, 8)), y))
+>>> moments, _ = federated_class_moments(clients, n_classes=6, seed=0)    # the server sees masked sums only
+>>> bank = PriorBank.from_moments(moments, names, embed_phrases(names, backend="hashing")[0])
+>>> rare = ["DoS slowloris", "Bot", "Infiltration Portscan"]              # unseen classes, one per family
+>>> rare_means = family_mean + rng.normal(size=(3, 8))
+>>> support = rare_means + 2.0 * rng.normal(size=(3, 8))                  # one example per class
+>>> y_query = np.repeat(np.arange(3), 50)
+>>> query = rare_means[y_query] + 2.0 * rng.normal(size=(150, 8))
+>>> clf = PriorBankClassifier(bank, seed=0)
+>>> clf = clf.fit(support, np.arange(3), class_embeddings=embed_phrases(rare, backend="hashing")[0])
+>>> idx, weights = clf.retrieved_[0]                                      # priors for "DoS slowloris"
+>>> [bank.names[i] for i in idx], weights.round(2)
+(['DoS Hulk', 'DoS GoldenEye', 'Bot ARES'], array([0.66, 0.29, 0.04]))
+>>> proto = ProtoNet().fit(support, np.arange(3))
+>>> float((clf.predict(query) == y_query).mean()) > float((proto.predict(query) == y_query).mean())
+True
 """
 
 from __future__ import annotations
@@ -71,8 +103,12 @@ from geode.federated.fed_prior_bank.bank import (
     pack_moments,
     unpack_moments,
 )
-from geode.federated.fed_prior_bank.data import FAMILIES, FLOW_CLASSES, RARE_CLASSES, FlowData, make_flow_data
-from geode.federated.fed_prior_bank.experiment import METHODS, BankSetup, run_prior_bank_experiment
+from geode.federated.fed_prior_bank.data import FAMILIES as FAMILIES
+from geode.federated.fed_prior_bank.data import FLOW_CLASSES as FLOW_CLASSES
+from geode.federated.fed_prior_bank.data import RARE_CLASSES as RARE_CLASSES
+from geode.federated.fed_prior_bank.data import FlowData, make_flow_data
+from geode.federated.fed_prior_bank.experiment import METHODS as METHODS
+from geode.federated.fed_prior_bank.experiment import BankSetup, run_prior_bank_experiment
 from geode.federated.fed_prior_bank.fewshot import (
     DistributionCalibration,
     PriorBankClassifier,
@@ -81,11 +117,9 @@ from geode.federated.fed_prior_bank.fewshot import (
     sample_episode,
 )
 
+# FAMILIES, FLOW_CLASSES, RARE_CLASSES (the generator's class table) and METHODS (the claim's method names) are
+# importable from this package but kept out of __all__: constants, not API (the field re-exports __all__).
 __all__ = [
-    "FAMILIES",
-    "FLOW_CLASSES",
-    "METHODS",
-    "RARE_CLASSES",
     "BankSetup",
     "ClassMoments",
     "DistributionCalibration",

@@ -14,12 +14,24 @@ config keys ``"rise-blsc"``, ``"rise-mrga"``, ``"feddecorr-beta"``, ``"proto-kd"
 round 1 and held by the clients; Flower config values are scalars, so it does not travel per round.
 Every strategy here is a :class:`~geode.federated.Strategy`, hence runs on Flower through
 :func:`~geode.federated.to_flower`.
+
+:meth:`RISE.prepare_geometry` does the set-up in one call: from the pre-trained model and the clients' data it
+computes each client's feature statistics, aggregates them into the geometry and builds the
+:class:`GeometryClient` s (a :class:`RISEFederation`). Because RISE acts only through the clients,
+:class:`GeometryClient` reports the regulariser weights it applied in its fit metrics (the same keys), and
+RISE, FedDecorr and ProtoKD warn (once per run) when a client's result does not confirm a non-zero weight: such
+a client (a plain :class:`~geode.federated.TorchClient`, or a Flower client that ignores the keys) trained
+plain FedAvg.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import copy
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
+import numpy as np
 import torch
 
 from geode.core.validation import check_real
@@ -28,15 +40,76 @@ from geode.federated.rise.regularizers import (
     BLSCLoss,
     MRGALoss,
     PretrainedGeometry,
+    aggregate_geometry,
+    client_feature_stats,
     feddecorr_loss,
     proto_kd_loss,
 )
 from geode.federated.strategies import FedAvg, NDArrays
 
-__all__ = ["RISE", "FedDecorr", "GeometryClient", "ProtoKD"]
+__all__ = ["RISE", "FedDecorr", "GeometryClient", "ProtoKD", "RISEFederation"]
+
+CLIENT_KEYS = ("rise-blsc", "rise-mrga", "feddecorr-beta", "proto-kd", "proximal-mu")
+"""The config keys :class:`GeometryClient` reads (and reports back in its fit metrics)."""
 
 
-class RISE(FedAvg):
+class RISEFederation(NamedTuple):
+    """What :meth:`RISE.prepare_geometry` returns: the geometry, the clients and the global model at round 0.
+
+    Attributes
+    ----------
+    geometry : PretrainedGeometry
+        The pre-trained geometry aggregated from every client's feature statistics.
+    clients : list of GeometryClient
+        One client per entry of ``client_data``, all sharing one copy of the model (never the caller's).
+    initial_parameters : list of ndarray
+        The pre-trained model's ``state_dict`` as numpy arrays (the simulator's ``initial_parameters``).
+    """
+
+    geometry: PretrainedGeometry
+    clients: list[GeometryClient]
+    initial_parameters: NDArrays
+
+
+class _ClientSideStrategy(FedAvg):
+    """FedAvg whose method lives in the clients: warn when client results do not confirm the config it sent."""
+
+    _warned = False
+
+    def reset(self) -> None:  # noqa: D102
+        self._warned = False
+
+    def aggregate(self, global_params, client_params, num_examples, metrics=None):  # noqa: D102
+        self._check_clients_applied(metrics, len(client_params))
+        return super().aggregate(global_params, client_params, num_examples, metrics)
+
+    def _check_clients_applied(self, metrics: Sequence[Mapping[str, Any]] | None, n_clients: int) -> None:
+        sent = {k: float(v) for k, v in self.configure_fit(0).items() if float(v) > 0}
+        if not sent or self._warned:
+            return
+        rows = list(metrics) if metrics is not None else [{}] * n_clients
+
+        def confirms(m: Mapping[str, Any]) -> bool:
+            try:
+                return all(np.isclose(float(m[k]), v, rtol=1e-6, atol=0.0) for k, v in sent.items())
+            except (KeyError, TypeError, ValueError):
+                return False
+
+        ignored = sum(not confirms(m or {}) for m in rows)
+        if ignored:
+            self._warned = True
+            keys = ", ".join(repr(k) for k in sent)
+            warnings.warn(
+                f"{self.name}: {ignored} of {len(rows)} client results do not confirm the config {keys} in their fit "
+                f"metrics, so those clients ignore {self.name}'s settings and trained plain FedAvg. Use "
+                "GeometryClient (RISE.prepare_geometry builds them), or report the applied weights under the same "
+                "keys in your client's fit metrics. (Warned once per run.)",
+                UserWarning,
+                stacklevel=3,
+            )
+
+
+class RISE(_ClientSideStrategy):
     r"""RISE: FedAvg aggregation, clients regularised by BLSC and MRGA (module docstring).
 
     Parameters
@@ -45,6 +118,13 @@ class RISE(FedAvg):
         Weight :math:`\lambda_b \ge 0` of the subspace-correction loss (0 ablates it).
     lambda_mrga : float
         Weight :math:`\lambda_m \ge 0` of the relation-graph loss (0 ablates it).
+
+    Notes
+    -----
+    RISE acts through its clients: they must be :class:`GeometryClient` s (or any client that applies the
+    ``"rise-blsc"`` / ``"rise-mrga"`` config keys and reports the weights it applied under the same keys in its
+    fit metrics). :meth:`aggregate` warns once per run when a client result does not confirm them, since such a
+    client trained plain FedAvg. :meth:`prepare_geometry` builds the geometry and the clients.
 
     Examples
     --------
@@ -61,8 +141,101 @@ class RISE(FedAvg):
     def configure_fit(self, server_round: int) -> dict[str, Any]:  # noqa: D102
         return {"rise-blsc": self.lambda_blsc, "rise-mrga": self.lambda_mrga}
 
+    @staticmethod
+    def prepare_geometry(
+        model: torch.nn.Sequential,
+        client_data: Sequence[Sequence[Any]],
+        *,
+        rank: int | None = None,
+        n_classes: int | None = None,
+        tau: float = 0.1,
+        lr: float = 0.01,
+        epochs: int = 1,
+        batch_size: int = 20,
+        weight_decay: float = 0.0,
+    ) -> RISEFederation:
+        r"""The pre-trained geometry and the RISE clients, from a pre-trained model and the clients' data.
 
-class FedDecorr(FedAvg):
+        The four steps in one call: (1) each client's penultimate features of the frozen pre-trained model
+        (``model[:-1]`` in eval mode); (2) each client's statistics (:func:`client_feature_stats`: class counts
+        and sums, :math:`\sum z z^\top`), computed where the data are; (3) the server's
+        :func:`aggregate_geometry` (prototypes, top-``rank`` basis, energy profile); (4) one
+        :class:`GeometryClient` per client holding that geometry. In a real deployment steps (1)-(2) run on
+        the clients and only the statistics travel (through :func:`geode.federated.secure_sum` if wanted).
+
+        Parameters
+        ----------
+        model : torch.nn.Sequential
+            The pre-trained network; its last module is the classifier. It is copied, never modified.
+        client_data : sequence of (x, y) or (x, y, x_test, y_test)
+            Each client's training data (and optional local evaluation data), arrays or tensors.
+        rank : int, optional
+            BLSC's subspace rank :math:`r` (default ``min(8, d)``, the claim's value, ``d`` the feature width).
+        n_classes : int, optional
+            Number of classes (default: the classifier's ``out_features``, else the largest label + 1).
+        tau, lr, epochs, batch_size, weight_decay
+            As in :class:`GeometryClient`.
+
+        Returns
+        -------
+        RISEFederation
+            ``(geometry, clients, initial_parameters)``: pass ``clients`` and ``initial_parameters`` to
+            :class:`~geode.federated.Simulator` with ``RISE(...)``.
+
+        Examples
+        --------
+        >>> import numpy as np, torch
+        >>> torch.manual_seed(0)  # doctest: +ELLIPSIS
+        <torch._C.Generator object at ...>
+        >>> model = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
+        >>> rng = np.random.default_rng(0)
+        >>> data = [(rng.normal(size=(30, 5)), rng.integers(0, 3, 30)) for _ in range(2)]
+        >>> fed = RISE.prepare_geometry(model, data, rank=4)
+        >>> fed.geometry.prototypes.shape, fed.geometry.basis.shape, len(fed.clients)
+        ((3, 8), (8, 4), 2)
+        """
+        if not isinstance(model, torch.nn.Sequential) or len(model) < 2:
+            raise TypeError(
+                "model must be an nn.Sequential of >= 2 modules whose last module is the classifier "
+                f"(features = model[:-1]); got {type(model).__name__}"
+            )
+        if isinstance(client_data, (str, bytes)) or not isinstance(client_data, Sequence) or not client_data:
+            raise ValueError(
+                "client_data must be a non-empty sequence of (x, y) or (x, y, x_test, y_test), one a client"
+            )
+        rows = []
+        for k, entry in enumerate(client_data):
+            if isinstance(entry, (str, bytes)) or not isinstance(entry, Sequence) or len(entry) not in (2, 4):
+                raise ValueError(f"client_data[{k}] must be (x, y) or (x, y, x_test, y_test)")
+            rows.append(tuple(entry) if len(entry) == 4 else (entry[0], entry[1], None, None))
+        template = copy.deepcopy(model)  # the clients overwrite their model's weights every round
+        initial = [v.detach().cpu().numpy().copy() for v in model.state_dict().values()]
+        labels = [np.asarray(y.cpu() if isinstance(y, torch.Tensor) else y).astype(np.int64) for _, y, _, _ in rows]
+        if n_classes is None:
+            out = getattr(model[-1], "out_features", None)
+            n_classes = int(out) if out is not None else max(int(y.max()) for y in labels if y.size) + 1
+        body = template[:-1]
+        was_training = template.training
+        template.eval()
+        stats = []
+        with torch.no_grad():
+            for (x, _, _, _), y in zip(rows, labels):
+                xt = torch.as_tensor(np.asarray(x.cpu() if isinstance(x, torch.Tensor) else x, dtype=np.float32))
+                stats.append(client_feature_stats(body(xt).numpy(), y, n_classes))
+        template.train(was_training)
+        d = stats[0][1].shape[1]
+        geometry = aggregate_geometry(stats, rank=min(8, d) if rank is None else rank)
+        clients = [
+            GeometryClient(
+                template, x, y, xt, yt, geometry=geometry, tau=tau, lr=lr, epochs=epochs, batch_size=batch_size,
+                weight_decay=weight_decay,
+            )
+            for x, y, xt, yt in rows
+        ]  # fmt: skip
+        return RISEFederation(geometry, clients, initial)
+
+
+class FedDecorr(_ClientSideStrategy):
     r"""FedDecorr (Shi et al., ICLR 2023): FedAvg, clients penalise :math:`\beta \|\mathrm{corr}(Z)\|_F^2/d^2`."""
 
     name = "FedDecorr"
@@ -74,7 +247,7 @@ class FedDecorr(FedAvg):
         return {"feddecorr-beta": self.beta}
 
 
-class ProtoKD(FedAvg):
+class ProtoKD(_ClientSideStrategy):
     r"""Prototype KD (FedProto-style): FedAvg; clients pull features to the global prototypes (weight lambda)."""
 
     name = "ProtoKD"
@@ -138,12 +311,10 @@ class GeometryClient(TorchClient):
         """Local SGD on the regularised loss; returns (parameters, examples, ``{"train_loss"}``)."""
         import torch.nn.functional as F
 
-        lam = {
-            k: check_real(f"config[{k!r}]", config.get(k, 0.0), low=0.0)
-            for k in ("rise-blsc", "rise-mrga", "feddecorr-beta", "proto-kd", "proximal-mu")
-        }
-        if not any(lam[k] > 0 for k in ("rise-blsc", "rise-mrga", "feddecorr-beta", "proto-kd")):
-            return super().fit(parameters, config)
+        lam = {k: check_real(f"config[{k!r}]", config.get(k, 0.0), low=0.0) for k in CLIENT_KEYS}
+        if not any(lam[k] > 0 for k in CLIENT_KEYS[:-1]):
+            params, n, metrics = super().fit(parameters, config)
+            return params, n, {**metrics, **lam}
         self._load(parameters)
         lr, epochs, bs, _ = _fit_options(config, self.lr, self.epochs, self.batch_size)
         gen = torch.Generator().manual_seed(int(config.get("seed", 0)))
@@ -177,4 +348,4 @@ class GeometryClient(TorchClient):
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
-        return self.get_parameters(), n, {"train_loss": start_loss}
+        return self.get_parameters(), n, {"train_loss": start_loss, **lam}

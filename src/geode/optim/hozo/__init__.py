@@ -66,11 +66,42 @@ log-uniform scales) HoZO matched or beat the ZO baselines' loss (ratios 0.87, 0.
 wider stable range; with clipping (second reading) the verdict is the same. The optimiser state is 32 bytes
 for HoZO, MeZO and QZO whatever the model (200 or 1.66M scales); one HoZO step on SmolLM2-135M int4 grows
 the resident memory by ~142 MiB against ~1,326 MiB for a first-order Adam step on the same scales (9.3x).
+
+Examples
+--------
+Fine-tune only the positive int4 scales of a quantised network, as a ``torch.optim`` optimiser with a
+closure that returns the loss (no ``backward()``: HoZO is zeroth-order):
+
+>>> import torch
+>>> from geode.optim import HoZO, optimizer_state_bytes, quantize_model, scale_parameters
+>>> _ = torch.manual_seed(0)
+>>> x = torch.randn(64, 8)
+>>> model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3))
+>>> with torch.no_grad():
+...     target = model(x)                       # the float model's outputs
+>>> quantize_model(model, bits=4, group_size=8)  # int4 weights; the scales are the only parameters left
+['0', '2']
+>>> with torch.no_grad():
+...     for s in scale_parameters(model):
+...         _ = s.mul_(0.5)                     # degrade the scales
+>>> opt = HoZO(scale_parameters(model), lr=3.0, eps=1e-3, seed=0)
+>>> def closure():
+...     return torch.nn.functional.mse_loss(model(x), target)
+>>> start = float(closure().detach())
+>>> for _ in range(100):
+...     _ = opt.step(closure)
+>>> float(closure().detach()) < 0.25 * start, all(bool((s > 0).all()) for s in scale_parameters(model))
+(True, True)
+>>> optimizer_state_bytes(opt), opt.violations  # O(1) state; never left the positive orthant
+(32, {'perturb': 0, 'update': 0})
 """
 
 from __future__ import annotations
 
-from geode.optim.hozo.geometry import METRICS, EuclideanMetric, LogMetric, OrthantMetric, get_metric
+from geode.optim.hozo.geometry import METRICS as METRICS
+from geode.optim.hozo.geometry import EuclideanMetric, LogMetric, OrthantMetric, get_metric
 from geode.optim.hozo.optimizer import HoZO
 
-__all__ = ["METRICS", "EuclideanMetric", "HoZO", "LogMetric", "OrthantMetric", "get_metric"]
+# METRICS (the name -> metric class table behind get_metric) is importable from this package but kept out of
+# __all__: a constant, not API (the field re-exports __all__).
+__all__ = ["EuclideanMetric", "HoZO", "LogMetric", "OrthantMetric", "get_metric"]

@@ -54,6 +54,33 @@ class HoZO(ZerothOrderOptimizer):
     ValueError
         If a parameter is not strictly positive (with the ``"log"`` metric), ``eps <= 0``, ``lr < 0``, or the
         closure returns a non-scalar or non-finite loss.
+    RuntimeError
+        If the closure calls ``backward()``: HoZO is zeroth-order, the closure must only return the loss.
+
+    Notes
+    -----
+    Use it as any ``torch.optim`` optimiser that takes a closure (``LBFGS``), except that the closure only
+    *evaluates* the loss: ``step`` calls it twice, at :math:`\\exp_\\Delta(\\pm\\mu v)`, under
+    ``torch.no_grad()``, and restores the parameters before the update. No ``zero_grad()``, no ``backward()``;
+    the optimiser state is :math:`O(1)` (the seed trick). LR schedulers and ``state_dict`` work as usual.
+
+    Examples
+    --------
+    Fit positive scales :math:`\\Delta` of a fixed design so that :math:`X\\Delta \\approx y`:
+
+    >>> import torch
+    >>> from geode.optim import HoZO
+    >>> X = torch.tensor([[1.0, 2.0], [3.0, 1.0], [0.5, 0.5]])
+    >>> y = X @ torch.tensor([0.5, 2.0])
+    >>> scales = torch.nn.Parameter(torch.ones(2))
+    >>> opt = HoZO([scales], lr=0.05, eps=1e-3, seed=0)
+    >>> def closure():                                  # returns the loss; no backward()
+    ...     return ((X @ scales - y) ** 2).mean()
+    >>> start = float(closure().detach())
+    >>> for _ in range(300):
+    ...     _ = opt.step(closure)
+    >>> float(closure().detach()) < 0.01 * start, bool((scales > 0).all())
+    (True, True)
     """
 
     def __init__(
