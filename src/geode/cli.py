@@ -258,7 +258,8 @@ def _print_use_it(slug: str) -> None:
     console.print(names)
     if u.example:
         console.print(f"[bold]Example[/] (the doctest of {u.module}):")
-        console.print(Syntax(u.example, "pycon", theme="ansi_dark", word_wrap=True, background_color="default"))
+        # never wrapped: a doctest line folded at the terminal's width could not be copied back
+        console.print(Syntax(u.example, "pycon", theme="ansi_dark", background_color="default"), soft_wrap=True)
     console.print()
 
 

@@ -18,8 +18,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch_geometric.nn import APPNP, GCNConv, MessagePassing
-from torch_geometric.nn.conv.gcn_conv import gcn_norm
+
+from geode.graphs.pyg import APPNP, GCNConv, MessagePassing, gcn_norm
 
 __all__ = [
     "ACMGCN",

@@ -8,11 +8,9 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch_geometric.nn import MessagePassing
-from torch_geometric.nn.conv.gcn_conv import gcn_norm
-from torch_geometric.utils import is_sparse, to_edge_index
 
 from geode.graphs.baselines import input_dropout, linear
+from geode.graphs.pyg import MessagePassing, gcn_norm, is_sparse, to_edge_index
 
 __all__ = ["Castor", "CastorConv"]
 
