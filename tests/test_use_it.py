@@ -25,7 +25,7 @@ def test_the_use_it_block_names_importable_objects(slug):
     assert u.names, f"{u.module} exports nothing (__all__)"
     field_pkg = importlib.import_module(f"geode.{u.field}")
     pkg = importlib.import_module(u.module)
-    for name, summary in u.names:
+    for name, _summary in u.names:
         obj = getattr(pkg, name)
         assert getattr(field_pkg, name) is obj, f"geode.{u.field}.{name} is not {u.module}.{name}"
         if inspect.isclass(obj) or inspect.isfunction(obj):

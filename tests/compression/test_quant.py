@@ -91,3 +91,15 @@ def test_calibration_hessians_and_replacement():
     assert torch.allclose(h["0"], 2 * x.double().T @ x.double() / 10)
     replace_linears(model, lambda n, lin: PackedLinear.from_linear(lin, bits=8, group_size=8), names)
     assert isinstance(model[2], PackedLinear)
+
+
+def test_packed_linear_suggests_a_group_size_that_divides_the_layer():
+    """``PackedLinear.from_linear`` with the default group_size (128) on a 96-wide layer says which one fits."""
+    with pytest.raises(ValueError, match=r"in_features=96.*group_size=96"):
+        PackedLinear.from_linear(nn.Linear(96, 8))
+    with pytest.raises(ValueError, match=r"in_features=96.*group_size=48"):  # the largest divisor up to 64
+        PackedLinear.from_linear(nn.Linear(96, 8), group_size=64)
+    h = 2.0 * torch.eye(96, dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"group_size=96"):
+        PackedLinear.from_linear(nn.Linear(96, 8), hessian=h)
+    assert PackedLinear.from_linear(nn.Linear(96, 8), group_size=96).group_size == 96

@@ -120,3 +120,22 @@ def test_bad_inputs_name_the_argument():
         SPHLinear(sph_encode(torch.randn(2, 64), cb, group_size=64), cb, direction_bits=5, radius_bits=8)
     with pytest.raises(ValueError, match="vectors"):
         SPHCodebook(torch.ones(4, 7))
+
+
+def test_a_group_size_that_does_not_fit_names_the_layer_and_one_that_does():
+    """The default group_size (128) on a small model: the error names the layer and a group_size for every layer.
+
+    It used to say only "pad the columns with zeros", which a caller of ``sphquant_model`` cannot do.
+    """
+    model = nn.Sequential(nn.Linear(64, 96), nn.GELU(), nn.Linear(96, 10))
+    x = torch.randn(32, 64, generator=torch.Generator().manual_seed(0))
+    from geode.compression import calibration_hessians
+
+    hessians = calibration_hessians(model, [x], ["0", "2"])
+    with pytest.raises(ValueError, match=r"'0'.*in_features=64.*group_size=32"):
+        sphquant_model(model, hessians, ["0", "2"], finetune_steps=0)
+    assert all(isinstance(model[i], nn.Linear) for i in (0, 2))  # nothing was replaced
+    with pytest.raises(ValueError, match=r"'0'.*in_features=12.*multiple of 8"):  # no group size fits at all
+        sphquant_model(nn.Sequential(nn.Linear(12, 4)), {"0": torch.eye(12)}, ["0"], finetune_steps=0)
+    info = sphquant_model(model, hessians, ["0", "2"], group_size=32, direction_bits=4, finetune_steps=0)
+    assert info["bits_per_weight"] == sph_bits_per_weight(4, 8, 32)

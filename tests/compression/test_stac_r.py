@@ -105,3 +105,20 @@ def test_bad_inputs_raise_clear_errors():
         ActivationCompressor(2, mode="exact")
     with pytest.raises(TypeError, match="layer"):
         StacrLinear(nn.ReLU(), ActivationCompressor(2))
+
+
+def test_a_first_batch_with_fewer_rows_than_the_rank_does_not_lock_the_basis_below_it():
+    """An MoE expert that gets 4 tokens in the first step: the tracked basis still has ``rank`` columns.
+
+    The basis used to keep the first batch's 4 directions for good, silently reconstructing later rank-16
+    activations with a 73% error.
+    """
+    g = torch.Generator().manual_seed(0)
+    comp = ActivationCompressor(rank=16, residual_frac=0.0)
+    _, b, *_ = comp.compress(torch.randn(4, 64, generator=g))
+    assert b.shape == (64, 16)
+    assert torch.allclose(b.T @ b, torch.eye(16), atol=1e-5)
+    x = torch.randn(512, 16, generator=g) @ torch.randn(16, 64, generator=g)  # rank-16 activations later
+    for _ in range(5):
+        c, b, *_ = comp.compress(x)
+    assert float((x - c @ b.T).norm() / x.norm()) < 1e-3

@@ -55,6 +55,9 @@ def test_skip_ratio_zero_accepts_everything(model):
     assert st.acceptance == 1.0
     assert st.accepted == [4, 3]  # 4 drafted + bonus, then 3 of the last 3 (capped at 8 tokens)
     assert st.speed == pytest.approx(8 / (7 + 2))
+    assert repr(st) == (  # a summary, not the per-step list (issue 43)
+        "DecodeStats(tokens=8, target_forwards=2, draft_forwards=7, acceptance=1.00, speed=0.89 (modelled))"
+    )
 
 
 def test_heavy_skip_draft_only_differs(model):

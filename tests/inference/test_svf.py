@@ -181,6 +181,41 @@ def test_serve_sim_sort_flag_and_missing_file(tmp_path, capsys):
     assert make_policy("SVF").name == "SVF"
 
 
+def test_serve_sim_cli_names_the_sort_flag_for_an_unsorted_trace(tmp_path, capsys):
+    """issue 43: on the command line the fix is the flag ``--sort``, not the Python keyword ``sort=True``."""
+    path = _trace(tmp_path, "0,1,2\n2,1,2\n1,1,2\n")
+    assert serve_sim_main(["--trace", str(path), "--kv-slots", "100"]) == 2
+    err = capsys.readouterr().err
+    assert "line 4" in err and "--sort" in err and "sort=True" not in err and err.count("\n") == 1
+    with pytest.raises(ValueError, match=r"pass sort=True"):  # the Python API names its keyword
+        serve_sim(path, "svf", 100)
+
+
+def test_serve_sim_help_shows_every_default(capsys):
+    """issue 43: ``serve-sim --help`` shows the default of every option (step time, predictor error, ...)."""
+    import re
+
+    try:
+        code = serve_sim_main(["--help"])
+    except SystemExit as exc:
+        code = exc.code
+    assert code in (0, None)
+    text = " ".join(capsys.readouterr().out.split())
+    entries = dict(re.findall(r"(--[a-z-]+)(?: [A-Z_]+)? ((?:(?! --[a-z]).)*)", text.split("options:", 1)[1]))
+    want = {
+        "--policy": "svf",
+        "--predictor-error": "0.0",
+        "--seed": "0",
+        "--admission": "peak",
+        "--step-time": "1.0",
+        "--sort": "off",
+        "--json": "off",
+    }
+    for flag, default in want.items():
+        assert f"(default: {default})" in entries[flag], (flag, entries.get(flag))
+    assert "required" in entries["--trace"] and "required" in entries["--kv-slots"]
+
+
 # --------------------------------------------------------------------------------------------------
 # The claim check
 # --------------------------------------------------------------------------------------------------

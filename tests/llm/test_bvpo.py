@@ -171,6 +171,36 @@ def test_bvpo_step_gradient_equals_the_weighted_branch_gradients(tiny):
     assert torch.allclose(gm, 0.3 * g1 + 0.7 * g0, atol=1e-6)
 
 
+def test_branch_gradients_feed_mse_optimal_alpha_without_hand_assembly(tiny):
+    """``BVPOTrainer.branch_gradient``: the flat DPO gradient of one branch, the input of ``mse_optimal_alpha``.
+
+    alpha* used to need a hand-written loop (log-probabilities, DPO loss, autograd, flattening) or the private
+    ``geode.llm.bvpo.experiment.branch_gradient``.
+    """
+    p, c = sample_prompts(4, 3)
+    e = empty_traces(4)
+    tr_ = torch.tensor([[2, 17, 18, 7]]).repeat(4, 1)
+    tb = PreferenceBatch(torch.cat([p, tr_, answers(p, c, True)], 1), torch.cat([p, tr_, answers(p, c, False)], 1), 7)
+    eb = PreferenceBatch(torch.cat([p, e, answers(p, c, True)], 1), torch.cat([p, e, answers(p, c, False)], 1), 7)
+    policy = copy.deepcopy(tiny)
+    with torch.no_grad():  # off the reference, so the gradients are not the symmetric ones at margin 0
+        for q in policy.parameters():
+            q.requires_grad_(True)
+            q.add_(0.05 * torch.randn(q.shape, generator=torch.Generator().manual_seed(5)))
+    trainer = BVPOTrainer(policy, tiny, alpha=0.5, beta=0.7)
+    g_t = trainer.branch_gradient(tb)
+    n_params = sum(q.numel() for q in policy.parameters() if q.requires_grad)
+    assert g_t.shape == (n_params,) and g_t.dtype == torch.float64
+    loss = BVPOTrainer(policy, tiny, alpha=1.0, beta=0.7).loss(tb, None)
+    want = torch.cat([x.reshape(-1) for x in torch.autograd.grad(loss, list(policy.parameters()))]).double()
+    assert torch.allclose(g_t, want, atol=1e-10)
+    assert all(q.grad is None for q in policy.parameters())  # the policy's .grad is left alone
+    alpha, info = mse_optimal_alpha(torch.stack([g_t, 1.01 * g_t]), trainer.branch_gradient(eb))
+    assert 0.0 <= alpha <= 1.0 and info["K"] == 2.0
+    with pytest.raises(ValueError, match="identical"):
+        trainer.branch_gradient(PreferenceBatch(tb.chosen, tb.chosen.clone(), 7))
+
+
 def test_empty_trace_dpo_step_raises_the_preferred_sign_off(tiny):
     policy = copy.deepcopy(tiny)
     for q in policy.parameters():

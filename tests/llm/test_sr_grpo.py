@@ -139,6 +139,32 @@ def test_reward_follows_trls_signature_and_matches_the_batched_stable_rank(tiny)
         reward(prompts=[[1, 2]], completions=[[]])
 
 
+def test_the_reward_plugs_into_geodes_grpo_trainers_as_well(tiny):
+    """Passed as ``CompactGRPO``'s ``reward_fn(prompt_ids, response_ids, mask)``, the reward scores the responses.
+
+    It used to read the positional mask as the completions (TRL's keyword signature) and silently score the
+    stable rank of the tokens 0 and 1.
+    """
+    reward = StableRankReward(copy.deepcopy(tiny), eos_token_id=3)
+    prompts = torch.tensor([[1, 16, 5, 17, 4], [1, 18, 5, 19, 4]])
+    resp = torch.tensor([[20, 21, 22, 3], [23, 3, 24, 25]])
+    mask = torch.tensor([[True, True, True, True], [True, True, False, False]])
+    want = response_stable_rank(response_hidden_states(reward.evaluator, prompts, resp), mask)
+    got = reward(prompts, resp, mask)
+    assert isinstance(got, torch.Tensor) and got.shape == (2,)
+    assert torch.allclose(got, want)
+    assert torch.allclose(reward.scores(prompts, resp), want)  # the mask from eos_token_id (up to the first EOS)
+    with pytest.raises(ValueError, match="mask"):
+        reward(prompts, resp, mask[:, :2])
+    # inside the trainer: the step's mean reward is the mean stable rank of the sampled responses
+    policy = copy.deepcopy(tiny)
+    trainer = CompactGRPO(policy, reward, group_size=2, max_new_tokens=3, eos_token_id=3, seed=0)
+    gen = torch.Generator().manual_seed(0)
+    r, m = sample_responses(policy, prompts, n=2, max_new_tokens=3, eos_token_id=3, generator=gen)
+    expected = response_stable_rank(response_hidden_states(reward.evaluator, prompts.repeat_interleave(2, 0), r), m)
+    assert trainer.step(prompts).reward_mean == pytest.approx(float(expected.mean()))
+
+
 def test_best_of_n_picks_the_highest_score_per_group():
     assert best_of_n([0.1, 0.9, 0.5, 2.0, 1.0, 3.0], 3).tolist() == [1, 2]
     with pytest.raises(ValueError, match="multiple"):

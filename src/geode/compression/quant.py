@@ -55,6 +55,34 @@ __all__ = [
 ]
 
 
+def fitting_group_size(dims: Iterable[int], limit: int, *, multiple: int = 1) -> int | None:
+    """The largest group size up to ``limit``, a multiple of ``multiple``, that divides every one of ``dims``.
+
+    None when there is none (a dimension is not a multiple of ``multiple``). Used by the error messages that
+    suggest a ``group_size`` for a model's layers.
+    """
+    g = 0
+    for d in dims:
+        g = math.gcd(g, int(d))
+    best = None
+    for k in range(multiple, min(int(limit), g) + 1, multiple):
+        if g % k == 0:
+            best = k
+    return best
+
+
+def _check_group_size(in_features: int, group_size: int, what: str) -> None:
+    """Raise a ValueError naming ``what``, its input width and a ``group_size`` that divides it."""
+    if group_size >= 1 and in_features % group_size == 0:
+        return
+    fit = fitting_group_size([in_features], max(group_size, 1))
+    raise ValueError(
+        f"{what} has in_features={in_features}, which group_size={group_size} does not divide: pass "
+        f"group_size={fit} (the largest divisor of {in_features} up to {group_size}), or pad the weight's columns "
+        "with zeros (pad_columns) and the input likewise"
+    )
+
+
 def pad_columns(weight: torch.Tensor, multiple: int) -> torch.Tensor:
     """``weight`` with zero columns appended so that its input dimension is a multiple of ``multiple``.
 
@@ -217,6 +245,7 @@ class PackedLinear(nn.Module):
         """Quantise an ``nn.Linear``: GPTQ when ``hessian`` is given, else RTN."""
         if not isinstance(linear, nn.Linear):
             raise TypeError(f"linear must be an nn.Linear; got {type(linear).__name__}")
+        _check_group_size(linear.in_features, check_int("group_size", group_size, low=1), "linear")
         w = linear.weight
         if hessian is None:
             c, s, z = rtn_quantize(w, bits=bits, group_size=group_size, clip=clip)

@@ -395,7 +395,11 @@ class SpecCostModel:
 
 @dataclass
 class SpecStats:
-    """Acceptance statistics of speculative decoding; one entry per iteration."""
+    """Acceptance statistics of speculative decoding; one entry per iteration.
+
+    Its ``repr`` is a summary: iterations, tokens, the mean acceptance length :math:`\\tau`, the modelled
+    speed-up (:attr:`speedup`), drafter calls and drafting cost per iteration.
+    """
 
     accepted: list[int] = field(default_factory=list)  # accepted draft tokens (tau - 1)
     tree_sizes: list[int] = field(default_factory=list)  # draft nodes
@@ -433,6 +437,15 @@ class SpecStats:
         """Modeled speed-up over autoregressive decoding: emitted tokens over modeled cost."""
         cost = float(np.sum(self.verify_cost) + np.sum(self.draft_cost))
         return float(np.sum(self.accepted) + len(self.accepted)) / cost if cost > 0 else 0.0
+
+    def __repr__(self) -> str:
+        """A summary, not the per-iteration lists (they stay in the attributes)."""
+        return (
+            f"SpecStats(iterations={self.iterations}, tokens={self.tokens}, "
+            f"acceptance_length={self.acceptance_length:.2f}, speedup={self.speedup:.2f} (modelled), "
+            f"calls_per_iteration={self.calls_per_iteration:.2f}, "
+            f"draft_cost_per_iteration={self.draft_cost_per_iteration:.3f})"
+        )
 
 
 # ---------------------------------------------------------------------------------------------- decoding

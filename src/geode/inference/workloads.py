@@ -43,6 +43,7 @@ from geode.inference.serving import Workload
 __all__ = [
     "TRACES",
     "TraceTable",
+    "UnsortedTraceError",
     "arrival_times",
     "expected_volume",
     "load_trace",
@@ -286,6 +287,22 @@ def synthetic_workload(
 _COLUMNS = ("arrival", "prompt_tokens", "output_tokens")
 
 
+class UnsortedTraceError(ValueError):
+    """A trace whose arrivals go back in time: the message names the line and how to sort the trace.
+
+    ``fix`` is the advice at the end of the message: the keyword ``sort=True`` of :func:`load_trace` by
+    default; a command line that exposes the same switch as a flag passes its name (``serve-sim``: ``--sort``).
+    """
+
+    def __init__(self, where: str, fix: str = "pass sort=True") -> None:
+        self.where, self.fix = where, fix
+        super().__init__(f"{where}; arrivals must be non-decreasing ({fix} to sort the trace)")
+
+    def with_fix(self, fix: str) -> UnsortedTraceError:
+        """The same error with other advice (e.g. ``"pass --sort"`` on a command line)."""
+        return UnsortedTraceError(self.where, fix)
+
+
 def load_trace(path: str | Path, *, sort: bool = False, name: str | None = None) -> Workload:
     """Load a user's trace from a CSV file with a header row.
 
@@ -300,7 +317,8 @@ def load_trace(path: str | Path, *, sort: bool = False, name: str | None = None)
     path : str or Path
         The CSV file.
     sort : bool
-        Sort rows by arrival (stable). By default unsorted arrivals are an error naming the line.
+        Sort rows by arrival (stable). By default unsorted arrivals raise :class:`UnsortedTraceError` (a
+        ``ValueError``) naming the line.
     name : str, optional
         Label of the workload (default: the file name).
     """
@@ -366,9 +384,8 @@ def _load_trace(path: Path, sort: bool, name: str | None) -> Workload:
     if back.any() and not sort:
         i = int(np.argmax(back)) + 1
         lines = cols["_line"]
-        raise ValueError(
+        raise UnsortedTraceError(
             f"{path}, line {int(lines[i])}: arrival {float(arrival[i])!r} is earlier than {float(arrival[i - 1])!r} "
-            f"on line "
-            f"{int(lines[i - 1])}; arrivals must be non-decreasing (pass sort=True to sort the trace)"
+            f"on line {int(lines[i - 1])}"
         )
     return Workload.sorted(arrival, cols["prompt_tokens"], cols["output_tokens"], pred, name=label)

@@ -27,6 +27,38 @@ LQER/EoRA compensation):
   in R3), so the adapters see consistent expert mixtures; "limited" = only during QAT (inference routes
   itself), routers frozen, only the adapters train;
 - the QAT objective: distillation from the full-precision model (KL of next-token distributions), Adam.
+
+Examples
+--------
+Quantise a tiny MoE LM's experts to MXFP4, spend a compensation-rank budget by expert load, and fine-tune the
+adapters with the full-precision model's routes replayed.
+
+>>> import torch
+>>> from geode.compression import (MoELM, allocate_ranks, expert_error_spectra, expert_loads, load_weighted_error,
+...                                mxfp4_moe, mxfp4_quantize, record_routes, routing_replay_qat, topk_agreement)
+>>> model = MoELM(16, d_model=32, n_layers=1, n_heads=2, d_ff=32, n_experts=4, top_k=2, max_positions=16, seed=0)
+>>> g = torch.Generator().manual_seed(0)
+>>> calib = [torch.randint(0, 16, (8, 16), generator=g) for _ in range(2)]  # token ids (batch, seq)
+>>> loads = expert_loads(model, calib)  # (layers, experts): fraction of routed slots, rows sum to 1
+>>> loads.shape, bool(torch.allclose(loads.sum(1), torch.ones(1, dtype=loads.dtype)))
+(torch.Size([1, 4]), True)
+>>> ranks = [allocate_ranks(expert_error_spectra(model)[0], loads[0], budget=8)]  # load-aware, 8 in all
+>>> sum(ranks[0])
+8
+>>> plain, compensated = mxfp4_moe(model), mxfp4_moe(model, ranks)  # copies; the float model is kept
+>>> load_weighted_error(compensated, model, loads) < load_weighted_error(plain, model, loads)
+True
+>>> 0.5 < topk_agreement(record_routes(plain, calib[0]), record_routes(model, calib[0])) <= 1.0  # share of routes kept
+True
+>>> losses = routing_replay_qat(compensated, model, lambda step: calib[step % 2], steps=5, lr=1e-3)
+>>> len(losses)
+5
+
+Every MXFP4 weight is an E2M1 value times its block's power-of-two scale:
+
+>>> w = torch.tensor([[0.3, -1.7, 2.2, 5.0] * 8])  # one block of 32; max |w| = 5: scale 2^(floor(log2 5) - 2) = 1
+>>> mxfp4_quantize(w)[0, :4].tolist()  # nearest E2M1 value, the tie 5 -> 4 toward zero
+[0.5, -1.5, 2.0, 4.0]
 """
 
 from __future__ import annotations

@@ -24,6 +24,35 @@ Inferred details (the paper is not available):
   scaled to each block's full rank and rounded up; the first step runs at full rank; the tolerance tau is
   the least whose MACs on warm-up noises fit the budget (bisection);
 - sampler: deterministic DDIM (eta = 0), linear DDPM betas 1e-4 .. 0.02 over 1000 training steps.
+
+Examples
+--------
+Run a denoiser's block linears at a rank chosen per DDIM step: SARA-DP picks the ranks from the measured
+low-rank approximation errors under a MACs budget, SARA-Online from the spectrum of the previous output.
+
+>>> import torch
+>>> from geode.compression import DigitDenoiser, SaraOnline, SVDLinear, apply_sara, ddim_sample, lrae_table, sara_dp
+>>> model = DigitDenoiser(dim=64, width=32, hidden=64, n_blocks=2, seed=0)  # (train it first: DDPM loss)
+>>> noise = torch.randn(8, 64, generator=torch.Generator().manual_seed(0))
+>>> dense, dense_macs = ddim_sample(model, noise, steps=6)
+>>> same, _ = ddim_sample(apply_sara(model), noise, steps=6)  # SVDLinear targets, still at full rank
+>>> torch.equal(dense, same)
+True
+>>> menu = [4, 8, 16, None]  # ranks per block (None: dense)
+>>> errors = lrae_table(model, noise, menu, steps=6)  # (steps, blocks, menu)
+>>> costs = [sum(m.macs(r) for m in model.targets()[0]) for r in menu]
+>>> choice = sara_dp(errors.numpy(), costs, budget=0.7 * 6 * 2 * costs[-1])  # 70% of the blocks' dense MACs
+>>> schedule = [[menu[j] for j in row] for row in choice]
+>>> x, macs = ddim_sample(model, noise, steps=6, schedule=schedule)
+>>> bool(macs < dense_macs), bool(((x - dense).norm() / dense.norm()) < 0.1)
+(True, True)
+>>> online = SaraOnline(0.05, [32, 32])  # tail-energy tolerance, each block's full rank
+>>> _, online_macs = ddim_sample(model, noise, steps=6, controller=online)
+>>> online.fractions[0], bool(online_macs < dense_macs)  # the first step runs at full rank
+(1.0, True)
+>>> layer = SVDLinear.from_linear(torch.nn.Linear(16, 8))
+>>> layer.macs(), layer.macs(2)  # dense 16 x 8; rank 2: 2 x (16 + 8)
+(128, 48)
 """
 
 from __future__ import annotations

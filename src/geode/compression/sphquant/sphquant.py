@@ -47,7 +47,7 @@ from typing import Any, NamedTuple
 import torch
 from torch import nn
 
-from geode.compression.quant import output_error, replace_linears
+from geode.compression.quant import fitting_group_size, output_error, replace_linears
 from geode.core.validation import check_int, check_positive
 
 __all__ = [
@@ -361,9 +361,21 @@ def sphquant_model(
     for n, lin in layers.items():
         if not isinstance(lin, nn.Linear):
             raise TypeError(f"{n} is not an nn.Linear")
-        _check_shape(lin.in_features, group_size)
+        if lin.in_features % _DIM:
+            raise ValueError(
+                f"layer {n!r} has in_features={lin.in_features}, not a multiple of {_DIM} (SPHQuant's vector "
+                "length): leave it out of names"
+            )
         if n not in hessians:
             raise ValueError(f"hessians has no entry for {n}")
+    for n, lin in layers.items():
+        if lin.in_features % group_size or group_size % _DIM:
+            fit = fitting_group_size([m.in_features for m in layers.values()], group_size, multiple=_DIM)
+            raise ValueError(
+                f"layer {n!r} has in_features={lin.in_features}, which group_size={group_size} does not divide "
+                f"(or it is not a multiple of {_DIM}): pass group_size={fit}, the largest multiple of {_DIM} up to "
+                f"{group_size} that divides every layer's input dimension"
+            )
     if codebook is not None:
         if codebook.shape != (2**direction_bits, _DIM):
             raise ValueError(f"codebook must have shape ({2**direction_bits}, {_DIM}); got {tuple(codebook.shape)}")

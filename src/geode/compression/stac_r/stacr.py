@@ -99,6 +99,10 @@ class ActivationCompressor:
             _, _, vh = torch.linalg.svd(x.detach(), full_matrices=False)
             b = vh[: self.rank].T.contiguous()
             if self.mode == "tracked":
+                if b.shape[1] < self.rank:  # fewer rows than the rank (a small first batch, an MoE expert's few
+                    # tokens): complete the basis with random orthogonal directions, which the tracking refines
+                    extra = torch.randn(d, self.rank - b.shape[1], generator=self._gen).to(x.dtype)
+                    b, _ = torch.linalg.qr(torch.cat([b, extra], 1))
                 self.basis = b
             return b
         if self.track and self.calls % self.update_every == 0:

@@ -104,6 +104,14 @@ class DecodeStats:
         """Accepted draft tokens over drafted tokens."""
         return sum(self.accepted) / self.drafted if self.drafted else 1.0
 
+    def __repr__(self) -> str:
+        """A summary, not the per-step list (it stays in :attr:`accepted`)."""
+        return (
+            f"DecodeStats(tokens={self.tokens}, target_forwards={self.target_forwards}, "
+            f"draft_forwards={self.draft_forwards}, acceptance={self.acceptance:.2f}, "
+            f"speed={self.speed:.2f} (modelled))"
+        )
+
 
 def _argmax_all(model: Any, ids: Any) -> Any:
     import torch

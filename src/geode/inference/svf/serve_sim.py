@@ -3,7 +3,11 @@
 Usage (``python -m geode.inference.svf.serve_sim`` or, once wired into the ``geode`` command,
 ``geode serve-sim``)::
 
-    serve-sim --trace FILE.csv --policy fcfs|sjf|svf|1bit-svf --kv-slots M [--predictor-error E] [--json]
+    serve-sim --trace FILE.csv --kv-slots M [--policy fcfs|sjf|svf|1bit-svf] [--predictor-error E] [--seed S]
+              [--admission peak|greedy] [--step-time T] [--sort] [--json]
+
+``serve-sim --help`` lists every option with its default (policy ``svf``, predictor error 0, admission
+``peak``, step time 1).
 
 The trace has a header with ``arrival,prompt_tokens,output_tokens`` (and optionally
 ``predicted_output_tokens``); see :func:`geode.inference.workloads.load_trace`. Bad input (a missing
@@ -21,7 +25,7 @@ from pathlib import Path
 from geode.core.validation import check_choice, check_int, check_real
 from geode.inference.serving import FCFS, SJF, CostModel, Policy, simulate
 from geode.inference.svf.policies import SVF, OneBitSVF
-from geode.inference.workloads import load_trace, predict_output_lengths
+from geode.inference.workloads import UnsortedTraceError, load_trace, predict_output_lengths
 
 __all__ = ["POLICY_NAMES", "main", "make_policy", "serve_sim"]
 
@@ -94,26 +98,56 @@ class _UsageError(Exception):
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="serve-sim", description="Replay a request trace through the KV-cache serving simulator.")
-    p.add_argument("--trace", required=True, help="CSV file with arrival,prompt_tokens,output_tokens")
-    p.add_argument("--policy", default="svf", help="fcfs, sjf, svf or 1bit-svf (default svf)")
-    p.add_argument("--kv-slots", type=int, required=True, help="KV-cache size M in tokens")
-    p.add_argument("--predictor-error", type=float, default=0.0, help="log-sd of the output-length predictor")
-    p.add_argument("--seed", type=int, default=0, help="seed of the predictor noise")
-    p.add_argument("--admission", default="peak", help="peak (MC-SF future-peak check) or greedy (vLLM)")
-    p.add_argument("--step-time", type=float, default=1.0, help="one decode step in the trace's time unit")
-    p.add_argument("--sort", action="store_true", help="sort the trace by arrival instead of rejecting it")
-    p.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    p = _Parser(
+        prog="serve-sim",
+        description=(
+            "Replay a request trace (CSV with arrival,prompt_tokens,output_tokens and optionally "
+            "predicted_output_tokens) through the KV-cache serving simulator and print its metrics."
+        ),
+        epilog="Bad input prints one line naming the problem and exits with code 2.",
+    )
+    p.add_argument("--trace", required=True, metavar="FILE", help="CSV trace file (required)")
+    p.add_argument("--policy", default="svf", metavar="NAME", help=f"{', '.join(POLICY_NAMES)} (default: %(default)s)")
+    p.add_argument("--kv-slots", type=int, required=True, metavar="M", help="KV-cache size M in tokens (required)")
+    p.add_argument(
+        "--predictor-error",
+        type=float,
+        default=0.0,
+        metavar="E",
+        help="log-sd of the noisy output-length predictor; 0 uses the trace's predicted_output_tokens column, "
+        "else the true lengths (default: %(default)s)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the predictor noise (default: %(default)s)")
+    p.add_argument(
+        "--admission",
+        default="peak",
+        metavar="RULE",
+        help="peak (the MC-SF future-peak check) or greedy (vLLM's rule) (default: %(default)s)",
+    )
+    p.add_argument(
+        "--step-time",
+        type=float,
+        default=1.0,
+        metavar="T",
+        help="one decode step in the trace's time unit, 0.03 for arrivals in seconds and a 30 ms step; a "
+        "2048-token prefill costs one more step (default: %(default)s)",
+    )
+    p.add_argument(
+        "--sort", action="store_true", help="sort the trace by arrival instead of rejecting it (default: off)"
+    )
+    p.add_argument("--json", action="store_true", help="print the metrics as JSON instead of a table (default: off)")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point; returns the exit code (0 ok, 2 bad input)."""
+    """Command-line entry point; returns the exit code (0 ok or ``--help``, 2 bad input)."""
     try:
         args = _parser().parse_args(argv)
     except _UsageError as exc:
         print(f"serve-sim: error: {exc} (see serve-sim --help)", file=sys.stderr)
         return 2
+    except SystemExit as exc:  # --help printed the help
+        return int(exc.code or 0)
     try:
         metrics = serve_sim(
             args.trace,
@@ -125,6 +159,9 @@ def main(argv: list[str] | None = None) -> int:
             step_time=args.step_time,
             sort=args.sort,
         )
+    except UnsortedTraceError as exc:  # on the command line the switch is the flag --sort
+        print(f"serve-sim: error: {exc.with_fix('pass --sort')}", file=sys.stderr)
+        return 2
     except (ValueError, TypeError, OverflowError) as exc:
         print(f"serve-sim: error: {exc}", file=sys.stderr)
         return 2

@@ -63,6 +63,21 @@ than dense SDPA at 32k tokens on one CPU thread, at 3.6-4.1x its peak memory (31
 reduced). The global marker task was not learned at this budget by either Pack3D variant (Dice 0 with and
 without summaries), so it says nothing yet about the summaries. Revision 1 said ``not reproduced`` (its 1-D
 window baselines never solved the task in distribution: Dice 0.44-0.51).
+
+Examples
+--------
+>>> import torch
+>>> from geode.layers import Pack3DAttention, grid_coords, packing_order
+>>> _ = torch.manual_seed(0)
+>>> attn = Pack3DAttention(dim=24, heads=2, local_radius=1, block_size=2)  # 27-voxel window + 2^3 block summaries
+>>> coords = torch.as_tensor(grid_coords((4, 4, 4)))                       # 64 voxels in raster (z, y, x) order
+>>> x = torch.randn(1, 64, 24)
+>>> y = attn(x, coords)
+>>> y.shape
+torch.Size([1, 64, 24])
+>>> perm = torch.as_tensor(packing_order((4, 4, 4), "hilbert"))           # the same voxels along a Hilbert curve
+>>> torch.allclose(attn(x[:, perm], coords[perm]), y[:, perm], atol=1e-5)  # repacking only permutes the output
+True
 """
 
 from __future__ import annotations

@@ -61,6 +61,22 @@ forward+backward (its backward goes through autograd). Revision 1 said ``reprodu
 carried by the padded batch. An attempt to keep the buffers channels-last or channels-first through the
 FFTs (issue 19's packing-overhead work) was slower on this CPU (strided index reads, non-contiguous irFFT
 output) and was not kept; the forward stays at parity with the loop.
+
+Examples
+--------
+>>> import torch
+>>> from geode.layers import RubiConv, cu_seqlens_from_lengths, packed_long_conv, per_document_conv, single_fft_conv
+>>> _ = torch.manual_seed(0)
+>>> cu = cu_seqlens_from_lengths([5, 11, 16])      # three documents packed into one row of 32 tokens
+>>> x, kernel = torch.randn(32, 8), torch.randn(8, 16)   # tokens (N, D) and a per-channel causal filter (D, L)
+>>> y = packed_long_conv(x, kernel, cu)
+>>> torch.allclose(y, per_document_conv(x, kernel, cu), atol=1e-5)        # exact, as each document alone
+True
+>>> torch.allclose(single_fft_conv(x, kernel, cu), y, atol=1e-5)          # one FFT over the row leaks across documents
+False
+>>> layer = RubiConv(channels=8, max_len=32)                               # Hyena-style mixer with an implicit filter
+>>> layer(x.unsqueeze(0), cu).shape
+torch.Size([1, 32, 8])
 """
 
 from __future__ import annotations

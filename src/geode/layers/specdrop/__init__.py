@@ -41,6 +41,29 @@ Benchmark (one Adam step, K = 4 x 256, batch 1024, CPU, two runs on a shared mac
 0.89x [IQR 0.76-0.97] the speed of the dense MLP of matched parameters, 1.03x [0.96-1.30] No-Routing,
 1.12x the learned router, memory 1.04x / 0.99x / 1.01x; an earlier run under heavier load gave 0.67x
 [0.58-0.94] against No-Routing (noise: the merge is one gather of fixed weights).
+
+Examples
+--------
+>>> import torch
+>>> from geode.layers import SpecDropMerge, SpecDropNet, branch_pruning_drops, specialization_index
+>>> merge = SpecDropMerge(num_branches=4, num_categories=4, p_active=0.7, p_inactive=0.1)
+>>> merge(torch.tensor([0, 2]))                    # a_k(c) / S with S = p_a + (K - 1) p_i = 1.0
+tensor([[0.7000, 0.1000, 0.1000, 0.1000],
+        [0.1000, 0.1000, 0.7000, 0.1000]])
+>>> _ = torch.manual_seed(0)
+>>> net = SpecDropNet(n_in=10, hidden=16, n_out=3, num_branches=4, num_categories=4, p_inactive=0.1)
+>>> x, tag, y = torch.randn(64, 10), torch.randint(0, 4, (64,)), torch.randint(0, 3, (64,))
+>>> opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+>>> for _ in range(20):
+...     opt.zero_grad()
+...     loss = torch.nn.functional.cross_entropy(net(x, tag), y)
+...     loss.backward()
+...     opt.step()
+>>> drops = branch_pruning_drops(net, x, y, tag, num_categories=4)         # accuracy lost per (branch, category)
+>>> drops.shape
+torch.Size([4, 4])
+>>> specialization_index(drops, [0, 1, 2, 3]) > 0                          # each branch carries its own category
+True
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ import copy
 from typing import Any, NamedTuple
 
 from geode.core.validation import check_choice, check_int, check_positive, check_real
-from geode.llm.bvpo.loss import bvpo_loss, sequence_logprobs
+from geode.llm.bvpo.loss import bvpo_loss, dpo_loss, sequence_logprobs
 
 __all__ = ["BVPOTrainer", "PreferenceBatch"]
 
@@ -110,6 +110,25 @@ class BVPOTrainer:
         t = self._logps(trace if self.alpha > 0 else None)
         e = self._logps(empty if self.alpha < 1 else None)
         return bvpo_loss(*t, *e, alpha=self.alpha, beta=self.beta)
+
+    def branch_gradient(self, batch: PreferenceBatch) -> Any:
+        r"""The flat gradient (float64, shape (p,)) of one branch's DPO loss at the current policy.
+
+        Over the trainable parameters in ``policy.parameters()`` order; the policy's ``.grad`` is left alone.
+        With :math:`K` trace-branch batches for the same prompts and answers (fresh traces each) and the
+        empty-trace batch, ``mse_optimal_alpha(torch.stack([trainer.branch_gradient(b) for b in traces]),
+        trainer.branch_gradient(empty))`` estimates :math:`\alpha^\star`.
+        """
+        import torch
+
+        batch.validate("batch")
+        pc, pr, rc, rr = self._logps(batch)
+        loss = dpo_loss(pc, pr, rc, rr, beta=self.beta)
+        params = [p for p in self.policy.parameters() if p.requires_grad]
+        grads = torch.autograd.grad(loss, params, allow_unused=True)
+        return torch.cat(
+            [(g if g is not None else torch.zeros_like(p)).reshape(-1) for g, p in zip(grads, params)]
+        ).to(torch.float64)
 
     def step(self, trace: PreferenceBatch | None, empty: PreferenceBatch | None) -> float:
         """One AdamW step on the composite loss (gradient norm clipped at 1); returns the loss."""

@@ -59,6 +59,32 @@ ULD's speed on the claim's 401/341-token vocabularies (4.1x its peak memory, 11 
 than ULD with a 30,522-token WordPiece student (ULD sorts every row; 1.2x memory, 404 vs 340 MiB).
 
 No authors' code was read (the issue names none; the paper's repository was not found).
+
+Examples
+--------
+A character-level teacher and a student whose BPE merged ``ab ``: the same text, two tokenizations. BLDA
+compares their next-byte distributions inside the aligned chunks (use :meth:`ByteVocab.from_tokenizer` and
+:meth:`ByteVocab.encode` for a Hugging Face or tiktoken tokenizer).
+
+>>> import torch
+>>> from geode.llm import ByteVocab, aligned_chunks, blda_loss, byte_distributions
+>>> teacher = ByteVocab([b"", b"a", b"b", b"c", b" "])  # token 0 is a special token (no bytes)
+>>> student = ByteVocab([b"", b"a", b"b", b"c", b" ", b"ab", b"ab ", b"ca"])
+>>> tp, sp = teacher.path([1, 2, 4, 3, 1]), student.path([6, 7])
+>>> tp.data == sp.data == b"ab ca", aligned_chunks(tp, sp)
+(True, [(0, 3), (3, 5)])
+>>> g = torch.Generator().manual_seed(0)
+>>> t_logits = torch.randn(1, tp.n_tokens, teacher.size, generator=g)  # a model's logits along its path
+>>> s_logits = torch.randn(1, sp.n_tokens, student.size, generator=g, requires_grad=True)
+>>> p = byte_distributions(t_logits, [tp], teacher)  # one 256-way distribution per byte
+>>> p.shape, bool(torch.allclose(p.sum(-1), torch.ones(5, dtype=p.dtype)))
+(torch.Size([5, 256]), True)
+>>> loss = blda_loss(t_logits, [tp], teacher, s_logits, [sp], student)
+>>> loss.backward()
+>>> loss.item() > 0, bool(s_logits.grad.abs().sum() > 0)
+(True, True)
+>>> blda_loss(t_logits, [tp], teacher, t_logits, [tp], teacher).item()  # a model against itself
+0.0
 """
 
 from __future__ import annotations

@@ -54,6 +54,43 @@ not less. Both methods selected the smallest learning rate of the grid that reac
 (3e-4; 1e-4 tied after one extension). On this tiny model the ordering the paper reports for 7-80B models does
 not appear; DPO's implicit KL anchor did not keep its behaviours closer to the base than SFT on the same data.
 Per seed: CPU 52 / 50 / 52 s (wall 85 / 51 / 55 s).
+
+Examples
+--------
+Score a base and a post-trained model on the generated text probes and read the drift per capability. Any
+``generate(prompts) -> responses`` works (:func:`smollm2_generate` wraps a Hugging Face chat LM); two plain
+functions stand in for the models here.
+
+>>> import re
+>>> from geode.llm import CAPTRACK_TAXONOMY, drift_report, evaluate_text_model, is_refusal, make_text_probes
+>>> probes = make_text_probes(20, seed=0)  # 20 probes of each of 7 metrics
+>>> def base(prompts):  # sums right, JSON when asked, refuses harm, answers briefly
+...     out = []
+...     for p in prompts:
+...         total = sum(int(x) for x in re.findall(r"\d+", p))
+...         if total:
+...             out.append(f'{{"answer": {total}}}' if "JSON" in p else str(total))
+...         else:
+...             out.append("I can't help with that." if p.startswith("Tell me how") else p.lower())
+...     return out
+>>> def adapted(prompts):  # after post-training: the same sums, but it rambles and over-refuses
+...     out = []
+...     for p, r in zip(prompts, base(prompts)):
+...         if "neighbour" in p:
+...             r = "I'm sorry, I can't."
+...         elif not (is_refusal(r) or r[0] in "0123456789{"):
+...             r += " hope this helps!"
+...         out.append(r)
+...     return out
+>>> scores_base, capability_of = evaluate_text_model(base, probes)
+>>> scores_adapted, _ = evaluate_text_model(adapted, probes)
+>>> report = drift_report(scores_base, scores_adapted, capability_of, n_boot=200, seed=0)
+>>> {row["capability"]: round(row["drift"]) for row in report.capabilities}  # percent
+{'C1': 0, 'C5a': 0, 'H2': 0, 'H1': 0, 'W1': -10, 'W3a': 61}
+>>> report.capability("W3a")["z"] > 3  # verbosity drifted significantly; knowledge (C1) did not
+True
+>>> [c.code for c in CAPTRACK_TAXONOMY if c.group == "WILL"]
+['W1', 'W2', 'W3a', 'W3b']
 """
 
 from __future__ import annotations

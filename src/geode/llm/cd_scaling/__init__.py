@@ -27,6 +27,35 @@ at 32 epochs worth <= 0.08 of a fresh one) and paraphrasing beat repetition (+0.
 its negative control; the decrease with model size did not hold (95% bound -0.27). On held-out 32-epoch runs
 the CD law extrapolated slightly better than Muennighoff's (error ratio 0.94, geometric mean). Details and
 per-seed numbers: ``claim.py``.
+
+Examples
+--------
+Fit the CD law and Chinchilla to training runs ``(N, D, U) -> loss`` (here generated from a known CD law:
+3 model sizes x 2 unique-data sizes x 1, 2, 8 and 32 epochs) and read the token effectiveness.
+
+>>> import numpy as np
+>>> from geode.llm import CDScalingLaw, ChinchillaLaw, effective_data, token_effectiveness
+>>> truth = CDScalingLaw().set_params(
+...     e=0.5, a=6.0, alpha=0.35, b=7.0, beta=0.35, ref={"N": 1e7, "rho": 20.0},
+...     **{"log_r0[repeat]": 2.5, "a_N[repeat]": 0.3, "b_rho[repeat]": 0.0})
+>>> N = np.repeat([3e6, 1e7, 3e7], 8)  # parameters
+>>> U = np.tile(np.repeat([2e8, 1e9], 4), 3)  # unique tokens
+>>> D = U * np.tile([1, 2, 8, 32], 6)  # training tokens (epochs x U)
+>>> loss = truth.predict(N, D, U)
+>>> law = CDScalingLaw(n_starts=3).fit(N, D, U, loss)
+>>> chinchilla = ChinchillaLaw(n_starts=3).fit(N, D, U, loss)  # every token counted as fresh
+>>> bool(law.objective_ < chinchilla.objective_), bool(np.abs(law.predict(N, D, U) / loss - 1).max() < 0.05)
+(True, True)
+>>> eta = law.eta(1e7, [2e8, 4e8, 1.6e9, 6.4e9], 2e8)  # 1, 2, 8, 32 epochs of 2e8 unique tokens
+>>> bool(eta[0] == 1.0 and np.all(np.diff(eta) < 0))  # a repeated token is worth less and less
+True
+>>> law.regime(1e7, [2e8, 6.4e9], 2e8).tolist()
+['compute-bound', 'data-bound']
+
+The closed forms: fresh data is fully effective, and repetition saturates at :math:`U(1 + R^*)`:
+
+>>> float(token_effectiveness(1e9, 1e9, 5.0)), float(effective_data(1e12, 1e9, 5.0))
+(1.0, 6000000000.0)
 """
 
 from __future__ import annotations

@@ -67,6 +67,8 @@ __all__ = [
 MUENNIGHOFF_C4: dict[str, float] = dict(
     a=6.255414, b=7.3049974, e=0.6254804, alpha=0.3526596, beta=0.3526596, rd_star=15.387756, rn_star=5.309743
 )
+"""Muennighoff et al.'s fitted C4 parameters (``huggingface/datablations`` README), the default of
+:func:`muennighoff_loss`."""
 
 
 def _positive(name: str, x: Any) -> np.ndarray:

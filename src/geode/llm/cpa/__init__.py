@@ -53,6 +53,38 @@ rate (seeds 1-2), lowered the train-rollout mismatch by 9% (0.0402 vs 0.0444); i
 selected a 3x larger learning rate, CPA's mismatch was 1.43x FP4's. FP4 rounding multiplied the bfloat16
 stack mismatch about 9x (0.042-0.060 vs 0.005 nats per token). Details and every number in
 :mod:`geode.llm.cpa.claim`.
+
+Examples
+--------
+Fake-quantise a tiny Hugging Face Llama to NVFP4 (W4A4), measure the CPA term between its quantised and its
+full-precision forward on some sampled tokens, then take one GRPO step with FP4 rollouts and CPA.
+
+>>> import torch
+>>> from geode.llm import LowPrecisionGRPO, cpa_logprob_gap, cpa_loss, fake_quant_disabled, quantize_model
+>>> from geode.llm import response_logprobs
+>>> from geode.models import build_tiny_lm
+>>> policy = build_tiny_lm(16, d_model=32, n_layers=1, n_heads=2, max_positions=16, seed=0)
+>>> quantize_model(policy)  # every nn.Linear of the blocks becomes an FP4Linear; the LM head stays float
+7
+>>> prompts, responses = torch.tensor([[1, 2, 3, 4]] * 2), torch.tensor([[5, 6, 7], [8, 9, 10]])
+>>> mask = torch.ones_like(responses, dtype=torch.bool)
+>>> student = response_logprobs(policy, prompts, responses)  # FP4 forward, straight-through gradient
+>>> with torch.no_grad(), fake_quant_disabled(policy):  # the same weights, full precision
+...     teacher = response_logprobs(policy, prompts, responses)
+>>> loss = cpa_loss(student, teacher, mask)  # k3 KL per token, over the response tokens
+>>> loss.backward()
+>>> 0 < cpa_logprob_gap(student, teacher, mask) < 0.1, cpa_loss(teacher, teacher, mask).item()
+(True, 0.0)
+>>> bool(policy.model.layers[0].self_attn.q_proj.weight.grad.abs().sum() > 0)  # reaches the master weights
+True
+>>> def reward(prompt_ids, response_ids, mask):  # 1 when the response starts with the prompt's last token
+...     return (response_ids[:, 0] == prompt_ids[:, -1]).double()
+>>> trainer = LowPrecisionGRPO(policy, reward, rollout="fp4", cpa_coef=0.1, group_size=4, max_new_tokens=2)
+>>> stats = trainer.step(torch.tensor([[1, 5, 6], [1, 7, 8]]))  # sync, FP4 rollout, GRPO + CPA step
+>>> stats.finite, stats.cpa_loss > 0
+(True, True)
+>>> with trainer.full_precision():  # evaluate / export the full-precision checkpoint
+...     logits = policy(input_ids=prompts).logits
 """
 
 from __future__ import annotations

@@ -92,11 +92,16 @@ def response_hidden_states(model: Any, prompt_ids: Any, response_ids: Any) -> An
 
 
 class StableRankReward:
-    r"""The stable-rank reward in TRL's reward-function signature.
+    r"""The stable-rank reward in TRL's reward-function signature, and in that of geode's GRPO trainers.
 
     ``reward(prompts=..., completions=..., completion_ids=..., **kwargs) -> list[float]``, as
     ``trl.GRPOTrainer(reward_funcs=[reward])`` calls it: each completion's stable rank under ``evaluator``
     (a frozen model: the paper keeps the reference model frozen), over the completion's tokens only.
+
+    Called with tensors, ``reward(prompt_ids, response_ids, mask) -> torch.Tensor (n,)`` is the
+    ``reward_fn`` of :class:`~geode.llm.grpo.CompactGRPO` and :class:`~geode.llm.cpa.LowPrecisionGRPO`
+    (batched: one forward for all responses; see :meth:`scores`), so ``CompactGRPO(policy,
+    StableRankReward(frozen_copy))`` is SR-GRPO.
 
     Parameters
     ----------
@@ -131,11 +136,37 @@ class StableRankReward:
             return self._encode("".join(str(m.get("content", "")) for m in x))
         return [int(i) for i in x]
 
-    def __call__(
-        self, prompts: Sequence[Any], completions: Sequence[Any], completion_ids: Sequence[Any] | None = None, **_: Any
-    ) -> list[float]:
+    def scores(self, prompt_ids: Any, response_ids: Any, mask: Any = None) -> Any:
+        """Stable ranks of a batch of responses ``(n, T)`` to prompts ``(n, P)``, one forward: a tensor (n,).
+
+        ``mask`` (n, T) marks the response tokens (as :func:`~geode.llm.grpo.sample_responses` returns it);
+        default: every token up to and including the first ``eos_token_id`` (every token without one).
+        """
         import torch
 
+        if not (isinstance(prompt_ids, torch.Tensor) and isinstance(response_ids, torch.Tensor)):
+            raise TypeError("prompt_ids and response_ids must be token-id tensors of shape (n, P) and (n, T)")
+        if mask is None:
+            if self.eos_token_id is None:
+                mask = torch.ones_like(response_ids, dtype=torch.bool)
+            else:
+                seen = (response_ids == self.eos_token_id).long().cumsum(1)
+                mask = (seen == 0) | ((seen == 1) & (response_ids == self.eos_token_id))
+        mask = torch.as_tensor(mask, dtype=torch.bool)
+        if mask.shape != response_ids.shape:
+            raise ValueError(
+                f"mask must have the shape of response_ids {tuple(response_ids.shape)}; got {tuple(mask.shape)}"
+            )
+        return response_stable_rank(response_hidden_states(self.evaluator, prompt_ids, response_ids), mask)
+
+    def __call__(
+        self, prompts: Sequence[Any], completions: Sequence[Any], completion_ids: Sequence[Any] | None = None, **_: Any
+    ) -> Any:
+        import torch
+
+        if isinstance(prompts, torch.Tensor) and isinstance(completions, torch.Tensor):
+            # geode's trainers call reward_fn(prompt_ids, response_ids, mask): the third argument is the mask
+            return self.scores(prompts, completions, completion_ids)
         if len(prompts) != len(completions):
             raise ValueError(
                 f"prompts and completions must have the same length; got {len(prompts)}, {len(completions)}"
