@@ -70,6 +70,12 @@ class AdapterLinear(nn.Module):
     :meth:`adapter_output` (:math:`\Delta W x` computed without forming :math:`\Delta W`). The base
     layer's parameters are frozen. After :meth:`merge` the forward is the base layer's alone.
 
+    The forward takes a tensor ``x`` of shape (..., in_features) (else a ``TypeError``/``ValueError`` naming
+    ``x``). Like the ``nn.Linear`` it wraps, it is a per-row map: an empty batch gives an empty output, and a NaN
+    or infinity in a row of ``x`` gives non-finite outputs in that row only, unchecked, because an adapter is a
+    layer inside a model and a finiteness test of every activation would cost a device synchronisation per
+    layer and step (check the model's loss instead).
+
     Parameters
     ----------
     base : nn.Linear
@@ -111,6 +117,10 @@ class AdapterLinear(nn.Module):
         return nn.functional.linear(x, self.delta_weight())
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"x must be a torch tensor of shape (..., {self.in_features}); got {type(x).__name__}")
+        if x.ndim < 1 or x.shape[-1] != self.in_features:
+            raise ValueError(f"x must have shape (..., {self.in_features}); got {tuple(x.shape)}")
         if self.merged:
             return self.base(x)
         return self.base(x) + self.adapter_output(x)

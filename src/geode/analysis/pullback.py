@@ -110,7 +110,11 @@ def jacobians(
     if isinstance(Z, torch.Tensor):
         z = Z.detach().to(dtype)
     else:
-        z = torch.as_tensor(np.asarray(Z, dtype=float), dtype=dtype)
+        try:
+            arr = np.asarray(Z, dtype=float)
+        except (TypeError, ValueError):
+            raise TypeError(f"Z must be an array of shape (n_points, d); got {type(Z).__name__}") from None
+        z = torch.as_tensor(arr, dtype=dtype)
     if z.ndim != 2:
         raise ValueError(f"Z must have shape (n_points, d); got shape {tuple(z.shape)}")
     if z.shape[0] < 1 or z.shape[1] < 1:

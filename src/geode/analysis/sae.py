@@ -119,11 +119,26 @@ class SparseAutoencoder(nn.Module):
     def d_sae(self) -> int:
         return int(self.W_dec.shape[0])
 
+    def _check(self, name: str, x: Any, width: int, what: str) -> None:
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"{name} must be a torch tensor of shape (..., {width}); got {type(x).__name__}")
+        if x.ndim == 0 or x.shape[-1] != width:
+            raise ValueError(f"{name} must have shape (..., {width}) ({what}); got shape {tuple(x.shape)}")
+        if not bool(torch.isfinite(x.detach()).all()):
+            raise ValueError(f"{name} must contain only finite values (found NaN or inf)")
+
     def pre_activations(self, x: torch.Tensor) -> torch.Tensor:
         return (x - self.b_dec) @ self.W_enc + self.b_enc
 
     def encode(self, x: torch.Tensor) -> torch.Tensor:
-        """Feature activations :math:`a(x)`, shape (n, d_sae)."""
+        """Feature activations :math:`a(x)`, shape (n, d_sae).
+
+        ``x`` is a finite tensor of shape ``(..., d_in)``; an empty batch gives an empty output.
+        """
+        self._check("x", x, self.d_in, "d_in")
+        return self._encode(x)
+
+    def _encode(self, x: torch.Tensor) -> torch.Tensor:
         pre = self.pre_activations(x)
         if self.activation == "relu":
             return torch.relu(pre)
@@ -133,11 +148,20 @@ class SparseAutoencoder(nn.Module):
         return torch.zeros_like(pre).scatter(-1, idx, torch.relu(vals))
 
     def decode(self, a: torch.Tensor) -> torch.Tensor:
-        """Reconstruction :math:`a W_{dec} + b_{dec}`, shape (n, d_in)."""
+        """Reconstruction :math:`a W_{dec} + b_{dec}`, shape (n, d_in).
+
+        ``a`` is a finite tensor of shape ``(..., d_sae)``; an empty batch gives an empty output.
+        """
+        self._check("a", a, self.d_sae, "d_sae")
+        return self._decode(a)
+
+    def _decode(self, a: torch.Tensor) -> torch.Tensor:
         return a @ self.W_dec + self.b_dec
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.decode(self.encode(x))
+        """Reconstruction of ``x`` (a finite tensor of shape ``(..., d_in)``; an empty batch gives an empty output)."""
+        self._check("x", x, self.d_in, "d_in")
+        return self._decode(self._encode(x))
 
     def copy(self) -> SparseAutoencoder:
         """A deep copy (parameters detached from this one)."""
@@ -335,8 +359,8 @@ def train_sae(
     n = x.shape[0]
     for _ in range(steps):
         xb = x[torch.randint(0, n, (min(batch_size, n),), generator=gen)]
-        a = sae.encode(xb)
-        rec = ((xb - sae.decode(a)) ** 2).sum(-1).mean()
+        a = sae._encode(xb)  # x was validated once above
+        rec = ((xb - sae._decode(a)) ** 2).sum(-1).mean()
         loss = rec
         if sae.activation == "relu" and l1_coeff > 0:
             loss = rec + l1_coeff * (a * sae.W_dec.norm(dim=1)).sum(-1).mean()

@@ -49,7 +49,7 @@ import torch
 from torch import nn
 
 from geode.core.random import torch_generator
-from geode.core.validation import check_array, check_int, check_positive, check_real
+from geode.core.validation import check_array, check_int, check_positive, check_real, check_tensor
 
 __all__ = [
     "NLIFLayer",
@@ -72,7 +72,9 @@ def _check_spike_times(name: str, t: Any, n_features: int) -> torch.Tensor:
     if t.ndim != 2:
         raise ValueError(f"{name} must have shape (batch, {n_features}); got shape {tuple(t.shape)}")
     if t.shape[1] != n_features:
-        raise ValueError(f"{name} must have {n_features} columns (in_features); got shape {tuple(t.shape)}")
+        raise ValueError(
+            f"{name} must have {n_features} columns (in_features, the rows of weight); got shape {tuple(t.shape)}"
+        )
     if torch.isnan(t).any():
         raise ValueError(f"{name} must not contain NaN spike times (use inf for 'no spike')")
     if (t == -math.inf).any():
@@ -93,9 +95,10 @@ def nlif_spike_times(
     Parameters
     ----------
     t_in : torch.Tensor, shape (batch, n_in)
-        Input spike times; ``inf`` means the input does not spike. NaN is rejected.
+        Input spike times; ``inf`` means the input does not spike. NaN is rejected. An empty batch
+        ``(0, n_in)`` gives empty outputs.
     weight : torch.Tensor, shape (n_in, n_out)
-        Synaptic weights :math:`w_{ij}` (any sign: excitatory and inhibitory).
+        Synaptic weights :math:`w_{ij}` (any sign: excitatory and inhibitory); finite and non-empty.
     tau_s : float
         Synaptic time constant :math:`\\tau_s > 0`.
     theta : float
@@ -124,8 +127,7 @@ def nlif_spike_times(
     theta = check_positive("theta", theta)
     if t_max is not None:
         t_max = check_real("t_max", t_max)
-    if not isinstance(weight, torch.Tensor) or weight.ndim != 2:
-        raise ValueError("weight must be a 2-D torch.Tensor of shape (n_in, n_out)")
+    weight = check_tensor("weight", weight, ndim=2)
     t_in = _check_spike_times("t_in", t_in, weight.shape[0])
     batch, n_in = t_in.shape
     n_out = weight.shape[1]
@@ -225,6 +227,8 @@ class NLIFLayer(nn.Module):
         self.tau_s = check_positive("tau_s", tau_s)
         self.theta = check_positive("theta", theta)
         self.t_max = None if t_max is None else check_real("t_max", t_max)
+        check_real("weight_mean", weight_mean)
+        check_real("weight_std", weight_std, low=0.0)
         self.weight = nn.Parameter(torch.empty(self.in_features, self.out_features))
         self.reset_parameters(weight_mean, weight_std, seed=seed)
 
@@ -247,7 +251,8 @@ class NLIFLayer(nn.Module):
     def forward(self, t_in: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Output spike times (``inf`` = no spike) and the causal mask, shape (batch, in, out).
 
-        A 1-D input of shape ``(in_features,)`` is treated as a batch of one.
+        A 1-D input of shape ``(in_features,)`` is treated as a batch of one; ``inf`` in ``t_in`` means "no
+        input spike" and an output time ``inf`` "no output spike"; an empty batch gives empty outputs.
         """
         squeeze = isinstance(t_in, torch.Tensor) and t_in.ndim == 1
         if squeeze:
@@ -317,6 +322,9 @@ class NLIFNetwork(nn.Module):
         stds = [weight_std] * n if isinstance(weight_std, (int, float)) else list(weight_std)
         if len(means) != n or len(stds) != n:
             raise ValueError(f"weight_mean and weight_std must be scalars or have {n} entries (one per layer)")
+        for l in range(n):
+            check_real("weight_mean" if n == 1 else f"weight_mean[{l}]", means[l])
+            check_real("weight_std" if n == 1 else f"weight_std[{l}]", stds[l], low=0.0)
         layers = []
         for l in range(n):
             layer = NLIFLayer(sizes[l], sizes[l + 1], tau_s, theta, t_max=t_max)
@@ -325,7 +333,11 @@ class NLIFNetwork(nn.Module):
         return cls(layers)
 
     def forward(self, t_in: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        """Output spike times (batch, n_out) and the causal masks of all layers."""
+        """Output spike times (batch, n_out) and the causal masks of all layers.
+
+        ``inf`` in ``t_in`` means "no input spike", an output time ``inf`` "no output spike"; an empty batch
+        gives empty outputs.
+        """
         masks = []
         t = t_in
         for layer in self.layers:
@@ -347,11 +359,13 @@ def latency_encode(
     Parameters
     ----------
     x : array_like, shape (n, d)
-        Features in [0, 1] (Yin-Yang coordinates).
+        Features in [0, 1] (Yin-Yang coordinates), finite. An empty batch ``(0, d)`` gives an empty
+        ``(0, d + len(bias_times))`` tensor.
     t_early, t_late : float
         Spike times of the values 0 and 1 (Göltz et al. 2021 use 0.15 τ_s and 2 τ_s).
     bias_times : sequence of float
-        Times of extra, input-independent bias spikes appended as columns (default one at t = 0).
+        Times of extra, input-independent bias spikes appended as columns (default one at t = 0); an empty
+        sequence appends none.
 
     Returns
     -------
@@ -371,6 +385,26 @@ def latency_encode(
     return torch.as_tensor(t, dtype=dtype)
 
 
+def _check_outputs(t_out: Any, labels: Any) -> None:
+    """Output spike times (batch >= 1, classes), no NaN (``inf`` = no spike), and integer labels in range."""
+    check_tensor("t_out", t_out, ndim=2, finite=False, floating=True)
+    if bool(torch.isnan(t_out).any()):
+        raise ValueError("t_out must not contain NaN spike times (use inf for 'no spike')")
+    if not isinstance(labels, torch.Tensor):
+        raise TypeError(f"labels must be a torch tensor of class indices; got {type(labels).__name__}")
+    if labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
+        raise TypeError(f"labels must be an integer tensor of class indices; got {labels.dtype}")
+    if labels.shape != (t_out.shape[0],):
+        raise ValueError(
+            f"t_out must be (batch, classes) and labels (batch,); got {tuple(t_out.shape)}, {tuple(labels.shape)}"
+        )
+    if labels.numel() and (int(labels.min()) < 0 or int(labels.max()) >= t_out.shape[1]):
+        raise ValueError(
+            f"labels must lie in [0, {t_out.shape[1] - 1}] (one per column of t_out); "
+            f"got values in [{int(labels.min())}, {int(labels.max())}]"
+        )
+
+
 def _capped(t_out: torch.Tensor, t_max: float) -> torch.Tensor:
     return torch.where(torch.isfinite(t_out) & (t_out <= t_max), t_out, torch.full_like(t_out, t_max))
 
@@ -378,15 +412,13 @@ def _capped(t_out: torch.Tensor, t_max: float) -> torch.Tensor:
 def first_spike_loss(t_out: torch.Tensor, labels: torch.Tensor, *, t_max: float, tau_s: float = 1.0) -> torch.Tensor:
     """Cross-entropy on :math:`\\mathrm{softmax}(-t^{\\mathrm{out}}/\\tau_s)` (Göltz et al. 2021).
 
-    Output neurons that do not spike within ``t_max`` count as spiking at ``t_max`` (no gradient flows
-    through them).
+    Output neurons that do not spike within ``t_max`` (``inf`` in ``t_out``) count as spiking at ``t_max``
+    (no gradient flows through them). ``t_out`` must hold at least one sample and no NaN; ``labels`` are
+    integer class indices in ``[0, classes)``.
     """
     t_max = check_real("t_max", t_max)
     tau_s = check_positive("tau_s", tau_s)
-    if t_out.ndim != 2 or labels.shape != (t_out.shape[0],):
-        raise ValueError(
-            f"t_out must be (batch, classes) and labels (batch,); got {tuple(t_out.shape)}, {tuple(labels.shape)}"
-        )
+    _check_outputs(t_out, labels)
     return nn.functional.cross_entropy(-_capped(t_out, t_max) / tau_s, labels)
 
 
@@ -395,11 +427,10 @@ def weight_sum_penalty(weight: torch.Tensor, theta: float) -> torch.Tensor:
 
     A neuron whose total input weight is below the threshold can never spike (whatever the input
     times), and a silent neuron passes no gradient; this term pushes such neurons back towards firing.
-    ``weight`` has shape (n_in, n_out).
+    ``weight`` has shape (n_in, n_out), finite and non-empty.
     """
     theta = check_positive("theta", theta)
-    if not isinstance(weight, torch.Tensor) or weight.ndim != 2:
-        raise ValueError("weight must be a 2-D torch.Tensor of shape (n_in, n_out)")
+    check_tensor("weight", weight, ndim=2)
     return torch.relu(theta - weight.sum(dim=0)).sum()
 
 
@@ -409,14 +440,10 @@ def first_spike_accuracy(t_out: torch.Tensor, labels: torch.Tensor) -> float:
     A sample scores :math:`1/T` when the label's neuron is among the :math:`T` neurons sharing the
     earliest spike time, else 0. A sample with no output spike at all is a tie of all classes and
     scores :math:`1/K` (chance), so a network that never spikes has chance accuracy, not the accuracy
-    of whichever class an ``argmin`` over infinities happens to return.
+    of whichever class an ``argmin`` over infinities happens to return (``inf`` in ``t_out`` is "no spike").
+    ``t_out`` must hold at least one sample and no NaN; ``labels`` are integer class indices in ``[0, classes)``.
     """
-    if t_out.ndim != 2 or labels.shape != (t_out.shape[0],):
-        raise ValueError(
-            f"t_out must be (batch, classes) and labels (batch,); got {tuple(t_out.shape)}, {tuple(labels.shape)}"
-        )
-    if t_out.shape[0] == 0:
-        raise ValueError("t_out must hold at least one sample")
+    _check_outputs(t_out, labels)
     t_min = t_out.min(dim=1, keepdim=True).values
     earliest = t_out == t_min  # all True for a sample without any spike (inf == inf)
     hit = earliest.gather(1, labels[:, None].long()).squeeze(1)
@@ -455,8 +482,9 @@ def simulate_lif_euler(
     Parameters
     ----------
     t_in : array_like, shape (batch, n_in)
-        Input spike times, >= 0; ``inf`` means no spike.
+        Input spike times, >= 0; ``inf`` means no spike. An empty batch gives an empty ``(0, n_out)`` array.
     weight : array_like, shape (n_in, n_out)
+        Finite weights.
     tau_s, theta : float
         Synaptic time constant and threshold (> 0).
     tau_m : float

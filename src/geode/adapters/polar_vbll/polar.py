@@ -37,7 +37,7 @@ from torch import nn
 
 from geode.adapters.lora import AdapterLinear, adapter_modules, check_rank
 from geode.core.linalg import polar, sign_fixed_qr
-from geode.core.validation import check_choice, check_positive, check_real
+from geode.core.validation import check_choice, check_positive, check_real, check_tensor
 
 __all__ = [
     "LandingAdamW",
@@ -71,7 +71,20 @@ def landing_field(x: torch.Tensor, grad: torch.Tensor, landing_lambda: float = 1
     torch.Tensor, shape (p, r)
         On the manifold (:math:`X^\top X = I`) the field is the Riemannian gradient of the canonical
         metric, which is orthogonal to the normal space, and :math:`\langle \Lambda, \nabla \rangle \ge 0`.
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``x`` or ``grad`` not a finite, non-empty matrix, shapes that differ, a wide ``x``, or a negative or
+        non-finite ``landing_lambda``.
     """
+    check_tensor("x", x, ndim=2)
+    check_tensor("grad", grad, ndim=2)
+    return _landing_field(x, grad, landing_lambda)
+
+
+def _landing_field(x: torch.Tensor, grad: torch.Tensor, landing_lambda: float) -> torch.Tensor:
+    """:func:`landing_field` without the finiteness checks (the optimiser's step: no device synchronisation)."""
     if x.ndim != 2 or grad.shape != x.shape:
         raise ValueError(f"x and grad must be matrices of the same shape; got {tuple(x.shape)}, {tuple(grad.shape)}")
     if x.shape[0] < x.shape[1]:
@@ -88,8 +101,9 @@ def orthogonality_error(x: torch.Tensor) -> float:
     :math:`\lVert X^\top X - I \rVert_F` of a tall frame ``x``.
 
     A wide ``x`` (more columns than rows, such as PEFT's ``lora_A`` :math:`= Y^\top`) is a row frame: the error is
-    :math:`\lVert X X^\top - I \rVert_F`.
+    :math:`\lVert X X^\top - I \rVert_F`. ``x`` must be a finite, non-empty matrix.
     """
+    check_tensor("x", x, ndim=2)
     x = x.detach()
     if x.shape[-2] < x.shape[-1]:
         x = x.mT
@@ -198,7 +212,15 @@ def polar_parameter_groups(
     ``lr``) is the rate of everything else (``theta``, heads, ...). Column frames (``X``, ``Y`` of
     :class:`PoLARLinear`, PEFT's ``lora_B``) form a group with ``stiefel=True``; row frames (PEFT's
     ``lora_A`` :math:`= Y^\top` in a :func:`polar_config` model) a group with ``stiefel="rows"``.
+    ``lr`` and ``lr_theta`` must be > 0, ``landing_lambda`` and ``weight_decay`` >= 0 (all finite).
     """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module; got {type(model).__name__}")
+    check_positive("lr", lr)
+    if lr_theta is not None:
+        check_positive("lr_theta", lr_theta)
+    check_real("landing_lambda", landing_lambda, low=0.0)
+    check_real("weight_decay", weight_decay, low=0.0)
     frames = [p for p in stiefel_parameters(model) if p.requires_grad]
     ids = {id(p) for p in frames}
     rest = [p for p in model.parameters() if p.requires_grad and id(p) not in ids]
@@ -220,9 +242,20 @@ def retract_(params: Iterable[torch.Tensor], method: str = "qr", *, rows: bool =
     """Put each frame exactly back on the Stiefel manifold, in place (sign-fixed QR or polar factor).
 
     A frame is a tall matrix with orthonormal columns, or, when ``rows`` is true or it is flagged
-    ``stiefel = "rows"``, a wide one with orthonormal rows (it is retracted as its transpose).
+    ``stiefel = "rows"``, a wide one with orthonormal rows (it is retracted as its transpose). Each frame must be
+    a finite, non-empty matrix; an empty ``params`` retracts nothing.
     """
     check_choice("method", method, ("qr", "polar"))
+    if isinstance(params, torch.Tensor):
+        raise TypeError("params must be an iterable of frames (e.g. a list of tensors), not one tensor")
+    params = list(params)
+    for i, p in enumerate(params):
+        check_tensor(f"params[{i}]", p, ndim=2)
+    _retract(params, method, rows=rows)
+
+
+def _retract(params: Iterable[torch.Tensor], method: str, *, rows: bool = False) -> None:
+    """:func:`retract_` without the checks (the optimiser's step; no device synchronisation)."""
     with torch.no_grad():
         for p in params:
             t = rows or _is_row_frame(p)
@@ -246,7 +279,40 @@ class LandingAdamW(torch.optim.AdamW):
     >>> layer = PoLARLinear(nn.Linear(8, 6), r=2)
     >>> opt = LandingAdamW(polar_parameter_groups(layer, lr=1e-2))
     >>> layer(torch.randn(4, 8)).pow(2).sum().backward(); opt.step()
+
+    The constructor is AdamW's, with its hyper-parameters checked first: ``params`` non-empty, ``lr`` > 0, ``betas``
+    two numbers in [0, 1), ``eps`` and ``weight_decay`` >= 0 (all finite).
     """
+
+    def __init__(
+        self,
+        params: Any,
+        lr: float | torch.Tensor = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 1e-2,
+        amsgrad: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        if isinstance(params, torch.Tensor):
+            raise TypeError("params must be an iterable of parameters or parameter groups, not one tensor")
+        params = list(params)
+        if not params:
+            raise ValueError("params must hold at least one parameter or parameter group; got none")
+        if isinstance(lr, torch.Tensor):
+            if lr.numel() != 1 or not bool(torch.isfinite(lr).all()) or float(lr) <= 0:
+                raise ValueError(f"lr must be one finite number > 0; got {lr!r}")
+        else:
+            check_positive("lr", lr)
+        if isinstance(betas, (str, bytes)) or not hasattr(betas, "__len__") or len(betas) != 2:
+            raise ValueError(f"betas must be two numbers in [0, 1); got {betas!r}")
+        for i, b in enumerate(betas):
+            check_real(
+                f"betas[{i}]", float(b) if isinstance(b, torch.Tensor) else b, low=0.0, high=1.0, high_inclusive=False
+            )
+        check_real("eps", eps, low=0.0)
+        check_real("weight_decay", weight_decay, low=0.0)
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, **kwargs)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         loss = None
@@ -262,13 +328,14 @@ class LandingAdamW(torch.optim.AdamW):
                         if p.grad is None:
                             continue
                         if _is_row_frame(p, flag):
-                            p.grad.copy_(landing_field(p.mT, p.grad.mT, lam).mT)
+                            p.grad.copy_(_landing_field(p.mT, p.grad.mT, lam).mT)
                         else:
-                            p.grad.copy_(landing_field(p, p.grad, lam))
+                            p.grad.copy_(_landing_field(p, p.grad, lam))
         super().step()
         for group in self.param_groups:
             if group.get("stiefel", False) and group.get("retraction") is not None:
-                retract_(group["params"], group["retraction"], rows=group["stiefel"] == "rows")
+                check_choice("retraction", group["retraction"], ("qr", "polar"))
+                _retract(group["params"], group["retraction"], rows=group["stiefel"] == "rows")
         return loss
 
 

@@ -48,10 +48,14 @@ def class_features(
     (the last position where the mask is 1), so padding changes nothing. Left padding is not supported by
     this rule (the model's position ids would shift); pad on the right.
     """
+    if not isinstance(input_ids, torch.Tensor):
+        raise TypeError(f"input_ids must be a torch tensor (n, seq_len); got {type(input_ids).__name__}")
     if input_ids.ndim != 2:
         raise ValueError(f"input_ids must have shape (n, seq_len); got {tuple(input_ids.shape)}")
     check_int("chunk", chunk, low=1)
     if attention_mask is not None:
+        if not isinstance(attention_mask, torch.Tensor):
+            raise TypeError(f"attention_mask must be a torch tensor or None; got {type(attention_mask).__name__}")
         if attention_mask.shape != input_ids.shape:
             raise ValueError(
                 f"attention_mask must have the shape of input_ids {tuple(input_ids.shape)}; "
@@ -77,6 +81,11 @@ def class_features(
 
 
 def _check_data(inputs: torch.Tensor, labels: torch.Tensor, attention_mask: torch.Tensor | None = None) -> None:
+    for name, t in (("inputs", inputs), ("labels", labels)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch tensor; got {type(t).__name__}")
+    if attention_mask is not None and not isinstance(attention_mask, torch.Tensor):
+        raise TypeError(f"attention_mask must be a torch tensor or None; got {type(attention_mask).__name__}")
     if inputs.ndim != 2 or labels.ndim != 1 or len(inputs) != len(labels):
         raise ValueError(
             f"inputs (n, seq_len) and labels (n,) must match; got {tuple(inputs.shape)}, {tuple(labels.shape)}"
@@ -125,6 +134,7 @@ def train_map(
     batch_size = check_int("batch_size", batch_size, low=1)
     check_positive("lr", lr)
     check_real("weight_decay", weight_decay, low=0.0)
+    check_real("landing_lambda", landing_lambda, low=0.0)
     head_params = list(head.parameters())
     body = [p for p in model.parameters() if p.requires_grad]
     if not body:
@@ -207,6 +217,10 @@ def train_vbll_alternating(
     batch_size = check_int("batch_size", batch_size, low=1)
     check_positive("lr", lr)
     check_positive("lr_head", lr_head)
+    check_real("weight_decay", weight_decay, low=0.0)
+    check_real("landing_lambda", landing_lambda, low=0.0)
+    if not isinstance(head, VBLLClassifier):
+        raise TypeError(f"head must be a VBLLClassifier; got {type(head).__name__}")
     body = [p for p in model.parameters() if p.requires_grad]
     if not body:
         raise ValueError("model has no trainable parameters (inject adapters first)")
@@ -228,18 +242,20 @@ def train_vbll_alternating(
         head_phase()
         for p in head_params:
             p.requires_grad_(False)
-        for _ in range(backbone_steps):
-            idx = torch.from_numpy(rng.choice(n, size=min(batch_size, n), replace=False))
-            loss = head.loss(
-                class_features(model, inputs[idx], attention_mask=_rows(attention_mask, idx)), labels[idx], n
-            )
-            opt_body.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(body, 1.0)
-            opt_body.step()
-            body_losses.append(float(loss.detach()))
-        for p in head_params:
-            p.requires_grad_(True)
+        try:
+            for _ in range(backbone_steps):
+                idx = torch.from_numpy(rng.choice(n, size=min(batch_size, n), replace=False))
+                loss = head.loss(
+                    class_features(model, inputs[idx], attention_mask=_rows(attention_mask, idx)), labels[idx], n
+                )
+                opt_body.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(body, 1.0)
+                opt_body.step()
+                body_losses.append(float(loss.detach()))
+        finally:  # an error in a backbone phase must not leave the head frozen
+            for p in head_params:
+                p.requires_grad_(True)
     head_phase()
     return {"backbone_loss": np.asarray(body_losses), "head_loss": np.asarray(head_losses)}
 

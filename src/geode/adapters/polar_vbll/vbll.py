@@ -45,7 +45,7 @@ import torch
 from torch import nn
 
 from geode.core.calibration import expected_calibration_error, negative_log_likelihood
-from geode.core.validation import check_choice, check_int, check_positive, check_real
+from geode.core.validation import check_choice, check_int, check_positive, check_real, check_tensor
 
 __all__ = ["VBLLClassifier", "expected_calibration_error", "negative_log_likelihood"]
 
@@ -73,6 +73,9 @@ class VBLLClassifier(nn.Module):
         Initial :math:`\ell` (log standard deviation of the diagonal of :math:`S_k`).
     generator : torch.Generator, optional
         Random source of the initial means.
+
+    Every method that takes ``features`` wants a finite, non-empty tensor of shape (n, in_features) (else a
+    ``TypeError``/``ValueError`` naming ``features``).
     """
 
     def __init__(
@@ -93,7 +96,7 @@ class VBLLClassifier(nn.Module):
         self.n_classes = check_int("n_classes", n_classes, low=2)
         self.parameterization = check_choice("parameterization", parameterization, ("diagonal", "lowrank"))
         self.prior_scale = check_positive("prior_scale", prior_scale)
-        if len(noise_prior) != 2:
+        if isinstance(noise_prior, (str, bytes)) or not hasattr(noise_prior, "__len__") or len(noise_prior) != 2:
             raise ValueError(f"noise_prior must be (shape, scale); got {noise_prior!r}")
         self.noise_shape = check_positive("noise_prior[0]", noise_prior[0])
         self.noise_scale = check_positive("noise_prior[1]", noise_prior[1])
@@ -113,8 +116,10 @@ class VBLLClassifier(nn.Module):
         self.log_noise = nn.Parameter(torch.full((k,), 0.5 * math.log(self.noise_scale)))  # log σ_k
 
     def _check_features(self, features: torch.Tensor) -> torch.Tensor:
+        check_tensor("features", features, finite=False, nonempty=False)
         if features.ndim != 2 or features.shape[1] != self.in_features:
             raise ValueError(f"features must have shape (n, {self.in_features}); got {tuple(features.shape)}")
+        check_tensor("features", features)
         return features.to(self.mean.dtype)
 
     def logit_moments(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -50,7 +50,7 @@ import torch
 from torch import nn
 
 from geode.adapters.lora import AdapterLinear, inject_adapters
-from geode.core.validation import check_int, check_positive
+from geode.core.validation import check_int, check_positive, check_real, check_tensor
 
 __all__ = [
     "SaMAConfig",
@@ -74,11 +74,41 @@ def sama_delta(left: torch.Tensor, right: torch.Tensor, scaling: float = 1.0) ->
     right : tensor, shape (p, c, k, b) or (c, k, b) (shared)
         :math:`R_j[(i, t), \beta]`.
     scaling : float
+        A finite number.
 
     Returns
     -------
     tensor, shape (d c, p b)
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``left`` or ``right`` not a finite, non-empty tensor of the layouts above, block sizes that do not agree,
+        or a non-finite ``scaling``.
     """
+    check_tensor("left", left, finite=False, nonempty=False)
+    check_tensor("right", right, finite=False, nonempty=False)
+    if left.ndim not in (3, 4):
+        raise ValueError(f"left must have 3 (shared) or 4 dimensions; got shape {tuple(left.shape)}")
+    if right.ndim != left.ndim:
+        raise ValueError(
+            f"right must have {left.ndim} dimensions like left ({'shared' if left.ndim == 3 else 'relaxed'} blocks);"
+            f" got shape {tuple(right.shape)}"
+        )
+    lt, rt = tuple(left.shape), tuple(right.shape)
+    if left.ndim == 4 and (lt[0], lt[2], lt[3]) != (rt[1], rt[0], rt[2]):
+        raise ValueError(
+            f"right must have shape (p, c, k, b) = ({lt[2]}, {lt[0]}, {lt[3]}, *) for left {lt}; got {rt}"
+        )
+    if left.ndim == 3 and lt[2] != rt[1]:
+        raise ValueError(f"right must have shape (c, k, b) with k = {lt[2]} for left {lt}; got {rt}")
+    check_tensor("left", left)
+    check_tensor("right", right)
+    return _sama_delta(left, right, check_real("scaling", scaling))
+
+
+def _sama_delta(left: torch.Tensor, right: torch.Tensor, scaling: float) -> torch.Tensor:
+    """:func:`sama_delta` without the checks (the layer's own blocks)."""
     if left.dim() == 3:
         dw = torch.einsum("ojt,itb->oijb", left, right)
     elif left.dim() == 4:
@@ -156,7 +186,7 @@ class SaMALinear(AdapterLinear):
         return min(self.out_features, self.in_features, self.p * self.c * self.k)
 
     def delta_weight(self) -> torch.Tensor:
-        return sama_delta(self.sama_L, self.sama_R, self.scaling)
+        return _sama_delta(self.sama_L, self.sama_R, self.scaling)
 
     def adapter_output(self, x: torch.Tensor) -> torch.Tensor:
         lead = x.shape[:-1]
@@ -196,7 +226,9 @@ class SaMAConfig:
     """PEFT-style configuration of SaMA: which linear layers, and the block layout.
 
     ``blocks_in``/``blocks_out`` are used as given when they divide the layer, else the largest divisor of
-    the layer's dimension not above them (so one config fits layers of several shapes).
+    the layer's dimension not above them (so one config fits layers of several shapes). The fields are checked
+    when the config is made: ``target_modules`` a regular expression or a non-empty list of names,
+    ``blocks_in``, ``blocks_out``, ``rank`` integers >= 1, ``alpha`` None or a finite number > 0.
     """
 
     target_modules: str | Sequence[str] = field(default_factory=lambda: ("q_proj", "v_proj"))
@@ -205,6 +237,28 @@ class SaMAConfig:
     rank: int = 1
     alpha: float | None = None
     shared: bool = False
+
+    def __post_init__(self) -> None:
+        t = self.target_modules
+        if isinstance(t, str):
+            if not t:
+                raise ValueError("target_modules must be a regular expression or a non-empty list of names; got ''")
+        else:
+            try:
+                names = list(t)
+            except TypeError:
+                raise TypeError(
+                    f"target_modules must be a regular expression or a list of names; got {type(t).__name__}"
+                ) from None
+            if not names or not all(isinstance(n, str) and n for n in names):
+                raise ValueError(
+                    f"target_modules must be a regular expression or a non-empty list of names; got {t!r}"
+                )
+        check_int("blocks_in", self.blocks_in, low=1)
+        check_int("blocks_out", self.blocks_out, low=1)
+        check_int("rank", self.rank, low=1)
+        if self.alpha is not None:
+            check_positive("alpha", self.alpha)
 
 
 def _divisor_at_most(n: int, q: int) -> int:
@@ -236,8 +290,10 @@ def effective_rank(w: torch.Tensor) -> float:
 
     :math:`\exp(-\sum_i \bar\sigma_i \log \bar\sigma_i)`.
 
-    :math:`\bar\sigma = \sigma / \sum_i \sigma_i`, the normalised singular values of ``w``.
+    :math:`\bar\sigma = \sigma / \sum_i \sigma_i`, the normalised singular values of ``w``, a finite, non-empty
+    matrix (0 for the zero matrix).
     """
+    check_tensor("w", w, ndim=2)
     s = torch.linalg.svdvals(w.detach().double())
     if float(s.sum()) <= 0:
         return 0.0
@@ -250,7 +306,13 @@ def jacobian_nullity(adapter: AdapterLinear, *, tol: float = 1e-8) -> int:
     r"""Number of flat directions of an adapter: the nullity of the Jacobian of ΔW in its parameters.
 
     Dimension of the kernel of :math:`\partial \operatorname{vec}\Delta W / \partial \theta` at the adapter's
-    current parameters (float64, relative singular-value tolerance ``tol``). Meant for small layers."""
+    current parameters (float64, relative singular-value tolerance ``tol``, a finite number > 0). Meant for small
+    layers."""
+    if not isinstance(adapter, AdapterLinear):
+        raise TypeError(
+            f"adapter must be an AdapterLinear (e.g. SaMALinear, LoRALinear); got {type(adapter).__name__}"
+        )
+    tol = check_positive("tol", tol)
     names = [n for n, p in adapter.named_parameters() if p.requires_grad]
     params = tuple(p.detach().double() for n, p in adapter.named_parameters() if p.requires_grad)
 
@@ -274,14 +336,18 @@ def jacobian_nullity(adapter: AdapterLinear, *, tol: float = 1e-8) -> int:
 def sama_nullity_theory(blocks_in: int, blocks_out: int, rank: int, d: int, b: int) -> int:
     r"""Generic Jacobian nullity of relaxed SaMA: p·c·k² (GL(k) per block pair), when k ≤ min(d, b).
 
-    :math:`k = 1` gives the diagonal group."""
+    :math:`k = 1` gives the diagonal group. All arguments are integers >= 1."""
+    for name, v in (("blocks_in", blocks_in), ("blocks_out", blocks_out), ("rank", rank), ("d", d), ("b", b)):
+        check_int(name, v, low=1)
     if rank > min(d, b):
         raise ValueError(f"rank must be <= min(d, b) = {min(d, b)} for the generic formula; got {rank}")
     return blocks_in * blocks_out * rank * rank
 
 
 def lora_nullity_theory(r: int, m: int, n: int) -> int:
-    r"""Generic Jacobian nullity of LoRA: r² (the GL(r) gauge), when r ≤ min(m, n)."""
+    r"""Generic Jacobian nullity of LoRA: r² (the GL(r) gauge), when r ≤ min(m, n) (all integers >= 1)."""
+    for name, v in (("r", r), ("m", m), ("n", n)):
+        check_int(name, v, low=1)
     if r > min(m, n):
         raise ValueError(f"r must be <= min(m, n) = {min(m, n)}; got {r}")
     return r * r

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from geode.core.validation import check_int
+from geode.core.validation import check_int, check_positive, check_real, check_tensor
 
 __all__ = ["RelationWorld", "TinyCLIP", "pretrain_clip"]
 
@@ -68,6 +68,10 @@ class TinyCLIP(nn.Module):
         Word vocabulary and caption length (captions are fixed-length word-id sequences).
     d, layers, heads, embed_dim : int
         Width, depth and heads of both encoders, and the dimension of the shared space.
+
+    ``images`` are finite, non-empty tensors of shape (B, image_size, image_size); ``captions`` integer tensors
+    of shape (C, L), ``1 <= L <= text_length``, with word ids in ``[0, vocab_size)`` (else a ``TypeError`` or
+    ``ValueError`` naming the argument).
     """
 
     def __init__(
@@ -89,6 +93,7 @@ class TinyCLIP(nn.Module):
             raise ValueError(f"heads must divide d; got heads={heads}, d={d}")
         self.image_size, self.patch, self.grid = image_size, patch, image_size // patch
         self.d = d
+        self.vocab_size, self.text_length = vocab_size, text_length
         self.patch_embed = nn.Linear(patch * patch, d)
         self.cls = nn.Parameter(torch.randn(1, 1, d) * 0.02)
         self.pos = nn.Parameter(torch.randn(1, self.grid**2 + 1, d) * 0.02)
@@ -102,8 +107,28 @@ class TinyCLIP(nn.Module):
         self.proj_t = nn.Linear(d, embed_dim, bias=False)
         self.logit_scale = nn.Parameter(torch.tensor(math.log(10.0)))
 
+    def _check_images(self, images: torch.Tensor) -> None:
+        s = self.image_size
+        check_tensor("images", images, finite=False, nonempty=False)
+        if images.ndim != 3 or tuple(images.shape[1:]) != (s, s):
+            raise ValueError(f"images must have shape (B, {s}, {s}); got {tuple(images.shape)}")
+        check_tensor("images", images, floating=True)
+
+    def _check_captions(self, captions: torch.Tensor) -> None:
+        check_tensor("captions", captions, ndim=2, finite=False)
+        if captions.is_floating_point() or captions.is_complex() or captions.dtype == torch.bool:
+            raise TypeError(f"captions must be an integer tensor of word ids; got {captions.dtype}")
+        if captions.shape[1] > self.text_length:
+            raise ValueError(
+                f"captions must have at most text_length = {self.text_length} words; got {captions.shape[1]}"
+            )
+        lo, hi = int(captions.min()), int(captions.max())
+        if lo < 0 or hi >= self.vocab_size:
+            raise ValueError(f"captions must hold word ids in [0, {self.vocab_size}); got range [{lo}, {hi}]")
+
     def image_tokens(self, images: torch.Tensor) -> torch.Tensor:
         """Final-layer tokens (CLS first, then patches in row-major order), shape (B, 1 + P, d)."""
+        self._check_images(images)
         b = images.shape[0]
         p, g = self.patch, self.grid
         x = images.reshape(b, g, p, g, p).permute(0, 1, 3, 2, 4).reshape(b, g * g, p * p)
@@ -114,11 +139,14 @@ class TinyCLIP(nn.Module):
 
     def encode_image(self, images: torch.Tensor, tokens: torch.Tensor | None = None) -> torch.Tensor:
         """L2-normalised image embeddings, shape (B, embed_dim)."""
+        if tokens is not None:
+            check_tensor("tokens", tokens, ndim=3, finite=False)
         t = self.image_tokens(images) if tokens is None else tokens
         return nn.functional.normalize(self.proj_v(t[:, 0]), dim=-1)
 
     def encode_text(self, captions: torch.Tensor) -> torch.Tensor:
         """L2-normalised caption embeddings (last token's state), shape (C, embed_dim)."""
+        self._check_captions(captions)
         x = self.word(captions) + self.tpos[:, : captions.shape[1]]
         for blk in self.text:
             x = blk(x)
@@ -150,7 +178,7 @@ class RelationWorld:
     image_size : int
         Canvas side (>= 12).
     noise : float
-        Standard deviation of the Gaussian pixel noise.
+        Standard deviation of the Gaussian pixel noise (finite, >= 0).
 
     Attributes
     ----------
@@ -168,7 +196,7 @@ class RelationWorld:
         self.image_size = check_int("image_size", image_size, low=8)
         if self.image_size % 8:
             raise ValueError(f"image_size must be a multiple of 8; got {image_size}")
-        self.noise = float(noise)
+        self.noise = check_real("noise", noise, low=0.0)
         n = len(_GLYPHS)
         self.concepts = [(a, r, b) for r in (0, 1) for a in range(n) for b in range(n) if a != b]
         pairs = [(0, 1), (2, 3), (4, 5), (0, 3)]
@@ -225,8 +253,12 @@ def pretrain_clip(
     """Pre-train a :class:`TinyCLIP` contrastively (symmetric InfoNCE) on the world's base concepts.
 
     Every batch draws ``batch_size`` base concepts at random (duplicates in a batch are masked out as
-    negatives by using per-concept targets); AdamW with cosine decay.
+    negatives by using per-concept targets); AdamW with cosine decay. ``lr`` > 0 and ``batch_size`` >= 1.
     """
+    if not isinstance(world, RelationWorld):
+        raise TypeError(f"world must be a RelationWorld; got {type(world).__name__}")
+    check_int("batch_size", batch_size, low=1)
+    check_positive("lr", lr)
     torch.manual_seed(seed)
     model = TinyCLIP(image_size=world.image_size, vocab_size=world.vocab_size, **arch)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)

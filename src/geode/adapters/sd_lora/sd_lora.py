@@ -39,7 +39,7 @@ import torch
 from torch import nn
 
 from geode.adapters.lora import LoRALinear, inject_adapters, merge_adapters, unmerge_adapters
-from geode.core.validation import check_int, check_real
+from geode.core.validation import check_int, check_positive, check_real, check_tensor
 
 __all__ = ["GraphTeacher", "SDLoRA", "cache_logits", "fit"]
 
@@ -57,11 +57,34 @@ def cache_logits(
     keys : (M, e) normalised support embeddings :math:`F`.
     values : (M, C) one-hot support labels :math:`L`.
     alpha, beta : float
-        Weight and sharpness (``beta >= 0``).
+        Weight and sharpness (both finite and ``>= 0``).
+
+    The three tensors must be finite and non-empty (else a ``TypeError``/``ValueError`` naming the argument).
     """
+    check_tensor("f", f, ndim=2)
+    check_tensor("keys", keys, shape=(None, f.shape[1]))
+    check_tensor("values", values, ndim=2)
     if keys.shape[0] != values.shape[0]:
         raise ValueError(f"keys and values must have as many rows; got {keys.shape[0]} and {values.shape[0]}")
+    alpha = check_real("alpha", alpha, low=0.0)
+    beta = check_real("beta", beta, low=0.0)
+    return _cache_logits(f, keys, values, alpha, beta)
+
+
+def _cache_logits(
+    f: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, alpha: float, beta: float
+) -> torch.Tensor:
     return float(alpha) * torch.exp(-float(beta) * (1.0 - f @ keys.T)) @ values
+
+
+def _check_labels(labels: torch.Tensor, n: int, n_classes: int | None = None) -> None:
+    check_tensor("labels", labels, ndim=1, finite=False, nonempty=False)
+    if labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
+        raise TypeError(f"labels must be an integer tensor; got {labels.dtype}")
+    if labels.shape[0] != n:
+        raise ValueError(f"labels must have one entry per row of images; got {labels.shape[0]} labels for {n} images")
+    if n and n_classes is not None and (int(labels.min()) < 0 or int(labels.max()) >= n_classes):
+        raise ValueError(f"labels must lie in [0, {n_classes}); got range [{int(labels.min())}, {int(labels.max())}]")
 
 
 class GraphTeacher(nn.Module):
@@ -81,6 +104,8 @@ class GraphTeacher(nn.Module):
         Extra patch-patch edges per patch to its most cosine-similar patches (0: grid adjacency only).
     top_k : float
         Fraction of patches pooled by saliency, in (0, 1].
+
+    :meth:`forward` wants finite, non-empty ``tokens`` (B, 1 + grid², d) and ``text`` (C, embed_dim).
     """
 
     def __init__(self, d: int, embed_dim: int, grid: int, *, hidden: int = 32, knn: int = 3, top_k: float = 0.5):
@@ -92,6 +117,8 @@ class GraphTeacher(nn.Module):
             raise ValueError(f"top_k must be in (0, 1]; got {top_k}")
         h = check_int("hidden", hidden, low=1)
         self.hidden = h
+        self.d = check_int("d", d, low=1)
+        self.embed_dim = check_int("embed_dim", embed_dim, low=1)
         self.inp = nn.ModuleDict(
             {"global": nn.Linear(d, h), "patch": nn.Linear(d, h), "text": nn.Linear(embed_dim, h)}
         )
@@ -137,10 +164,15 @@ class GraphTeacher(nn.Module):
         tokens : (B, 1 + P, d) student tokens (CLS first).
         text : (C, embed_dim) class-caption embeddings.
         """
+        check_tensor("tokens", tokens, ndim=3, finite=False, nonempty=False)
         b, n_tok, _ = tokens.shape
         p = n_tok - 1
         if p != self.grid**2:
             raise ValueError(f"tokens must hold 1 + {self.grid**2} tokens; got {n_tok}")
+        if tokens.shape[2] != self.d:
+            raise ValueError(f"tokens must have width d = {self.d}; got shape {tuple(tokens.shape)}")
+        check_tensor("tokens", tokens)
+        check_tensor("text", text, shape=(None, self.embed_dim))
         c = text.shape[0]
         parts = {
             "global": self.inp["global"](tokens[:, :1]),
@@ -195,7 +227,9 @@ class SDLoRA(nn.Module):
     Notes
     -----
     :meth:`predict` never calls the teacher; its parameters can be dropped (``drop_teacher``) after
-    training with no change to predictions. ``merge``/``unmerge`` fold the LoRA updates into the frozen
+    training with no change to predictions. ``images`` must be finite and non-empty, ``labels`` integers in
+    ``[0, C)`` (one per image), ``captions`` the clip's word-id tensor (else a ``TypeError``/``ValueError`` naming
+    the argument). ``merge``/``unmerge`` fold the LoRA updates into the frozen
     weights and back; :func:`geode.adapters.save_peft_lora` exports ``self.student`` in PEFT's format.
     """
 
@@ -248,9 +282,14 @@ class SDLoRA(nn.Module):
 
         ``prototypes`` (C, e), normalised, are required when ``lambda_ppa > 0``.
         """
+        check_tensor("images", images)
+        check_tensor("captions", captions, finite=False)
+        _check_labels(labels, len(images), captions.shape[0])
         tokens = self.student.image_tokens(images)
         f = self.student.encode_image(images, tokens=tokens)
         t = self.student.encode_text(captions)
+        if prototypes is not None:
+            check_tensor("prototypes", prototypes, shape=tuple(t.shape))
         ce = nn.functional.cross_entropy(self.scale * f @ t.T, labels)
         out = {"student": ce, "distill": ce.new_zeros(()), "ppa": ce.new_zeros(())}
         if self.lambda_distill > 0 or self.lambda_ppa > 0:
@@ -270,6 +309,9 @@ class SDLoRA(nn.Module):
     @torch.no_grad()
     def prototypes(self, images: torch.Tensor, labels: torch.Tensor, n_classes: int) -> torch.Tensor:
         """Normalised class means of the student's (detached) embeddings of the support images."""
+        n_classes = check_int("n_classes", n_classes, low=1)
+        check_tensor("images", images)
+        _check_labels(labels, len(images), n_classes)
         f = self.student.encode_image(images)
         counts = torch.bincount(labels, minlength=n_classes)
         if (counts == 0).any():
@@ -282,21 +324,30 @@ class SDLoRA(nn.Module):
     @torch.no_grad()
     def build_cache(self, images: torch.Tensor, labels: torch.Tensor, n_classes: int) -> None:
         """Store the support set's student embeddings and one-hot labels (the Tip-Adapter cache)."""
-        if len(images) == 0:
+        if isinstance(images, torch.Tensor) and len(images) == 0:
             raise ValueError("the support set is empty")
+        n_classes = check_int("n_classes", n_classes, low=1)
+        check_tensor("images", images)
+        _check_labels(labels, len(images), n_classes)
         self.cache = (self.student.encode_image(images), nn.functional.one_hot(labels, n_classes).float())
 
     @torch.no_grad()
     def predict(
         self, images: torch.Tensor, captions: torch.Tensor, *, alpha: float = 0.0, beta: float = 1.0
     ) -> torch.Tensor:
-        """Inference logits: one student forward plus the cache term (the teacher is not used)."""
+        """Inference logits: one student forward plus the cache term (the teacher is not used).
+
+        ``alpha`` and ``beta`` (finite, >= 0) are the cache's weight and sharpness (:func:`cache_logits`).
+        """
+        alpha = check_real("alpha", alpha, low=0.0)
+        beta = check_real("beta", beta, low=0.0)
+        check_tensor("images", images)
         f = self.student.encode_image(images)
         logits = self.scale * f @ self.student.encode_text(captions).T
         if alpha:
             if self.cache is None:
                 raise RuntimeError("alpha > 0 needs a cache; call build_cache first")
-            logits = logits + cache_logits(f, *self.cache, alpha=alpha, beta=beta)
+            logits = logits + _cache_logits(f, *self.cache, alpha=alpha, beta=beta)
         return logits
 
     def drop_teacher(self) -> None:
@@ -318,6 +369,7 @@ class SDLoRA(nn.Module):
 
     def forward(self, images: torch.Tensor, captions: torch.Tensor) -> torch.Tensor:
         """Student logits with gradients (no cache, no teacher)."""
+        check_tensor("images", images)
         return self.scale * self.student.encode_image(images) @ self.student.encode_text(captions).T
 
 
@@ -333,7 +385,20 @@ def fit(
     proto_every: int = 10,
     seed: int = 0,
 ) -> list[float]:
-    """Train ``model`` on a support set (AdamW, cosine decay); returns the per-step total losses."""
+    """Train ``model`` on a support set (AdamW, cosine decay); returns the per-step total losses.
+
+    ``images`` finite and non-empty, ``labels`` one integer in ``[0, C)`` per image (C = ``len(captions)``),
+    ``steps`` >= 0, ``lr`` > 0, ``batch_size`` and ``proto_every`` >= 1.
+    """
+    if not isinstance(model, SDLoRA):
+        raise TypeError(f"model must be an SDLoRA; got {type(model).__name__}")
+    check_tensor("images", images)
+    check_tensor("captions", captions, finite=False)
+    _check_labels(labels, len(images), captions.shape[0])
+    check_int("steps", steps, low=0)
+    check_positive("lr", lr)
+    check_int("batch_size", batch_size, low=1)
+    check_int("proto_every", proto_every, low=1)
     n_classes = captions.shape[0]
     gen = torch.Generator().manual_seed(seed)
     params = model.trainable()

@@ -35,7 +35,7 @@ from torch import nn
 
 from geode.adapters.lora import LoRALinear
 from geode.core.linalg import polar, sign_fixed_qr
-from geode.core.validation import check_choice
+from geode.core.validation import check_choice, check_real, check_tensor
 
 __all__ = [
     "BASES",
@@ -66,8 +66,27 @@ def orthonormal_basis(m: torch.Tensor, method: str = "polar") -> torch.Tensor:
     semi-definite, so :math:`\langle G, B Q_B^\top G + G Q_A A\rangle \ge 0`. With QR,
     :math:`B Q_B^\top = Q R Q^\top` is not symmetric and the inner product can be negative (e.g.
     :math:`R = [[1, 10], [0, 1]]`; tested), which is why ``"polar"`` is the default.
+
+    ``m`` must be a finite, non-empty tensor of shape (..., p, r) with ``p >= r`` (leading dimensions are a batch).
     """
     check_choice("method", method, BASES)
+    _check_frame("m", m)
+    return _basis(m, method)
+
+
+def _check_frame(name: str, m: object) -> None:
+    check_tensor(name, m, finite=False, nonempty=False)
+    if m.ndim < 2:
+        raise ValueError(f"{name} must be a matrix (or a batch of matrices); got shape {tuple(m.shape)}")
+    if m.shape[-2] < m.shape[-1]:
+        raise ValueError(
+            f"{name} must be tall (p >= r) to have an orthonormal basis of its columns; got shape {tuple(m.shape)}"
+        )
+    check_tensor(name, m)
+
+
+def _basis(m: torch.Tensor, method: str) -> torch.Tensor:
+    """:func:`orthonormal_basis` without the argument checks (the layer's backward)."""
     with torch.no_grad():
         q = sign_fixed_qr(m)[0] if method == "qr" else polar(m)[0]
     return q
@@ -91,9 +110,30 @@ def sds_lora_gradients(
     -------
     grad_A : shape (..., r, n)
     grad_B : shape (..., m, r)
+
+    Raises
+    ------
+    TypeError, ValueError
+        A tensor that is not finite and non-empty, shapes that do not fit together (``r <= min(m, n)``), or a
+        non-finite ``scaling``; each message names the argument.
     """
-    q_b = orthonormal_basis(lora_B, basis)
-    q_a = orthonormal_basis(lora_A.mT, basis)
+    check_choice("basis", basis, BASES)
+    for name, t in (("grad_weight", grad_weight), ("lora_A", lora_A), ("lora_B", lora_B)):
+        check_tensor(name, t, finite=False)
+        if t.ndim < 2:
+            raise ValueError(f"{name} must be a matrix (or a batch of matrices); got shape {tuple(t.shape)}")
+    m, n = grad_weight.shape[-2:]
+    r = lora_A.shape[-2]
+    if lora_A.shape[-1] != n:
+        raise ValueError(f"lora_A must have shape (..., r, n = {n}) to match grad_weight; got {tuple(lora_A.shape)}")
+    if tuple(lora_B.shape[-2:]) != (m, r):
+        raise ValueError(f"lora_B must have shape (..., m = {m}, r = {r}); got {tuple(lora_B.shape)}")
+    _check_frame("lora_B", lora_B)
+    _check_frame("lora_A.mT", lora_A.mT)
+    check_tensor("grad_weight", grad_weight)
+    scaling = check_real("scaling", scaling)
+    q_b = _basis(lora_B, basis)
+    q_a = _basis(lora_A.mT, basis)
     return scaling * (q_b.mT @ grad_weight), scaling * (grad_weight @ q_a)
 
 
@@ -116,7 +156,7 @@ class _SDSFunction(torch.autograd.Function):
         need_x, need_a, need_b = ctx.needs_input_grad[:3]
         grad_x = grad_a = grad_b = None
         if need_a:
-            q_b = orthonormal_basis(b, ctx.basis)
+            q_b = _basis(b, ctx.basis)
             gq = g @ torch.cat([b, q_b], dim=1) if need_x else g @ q_b  # one GEMM for g B and g Q_B
             g_qb = gq[:, -r:]
             grad_a = s * (g_qb.T @ x2)  # s Q_Bᵀ G
@@ -124,7 +164,7 @@ class _SDSFunction(torch.autograd.Function):
         else:
             g_b = g @ b if need_x else None
         if need_b:
-            q_a = orthonormal_basis(a.T, ctx.basis)
+            q_a = _basis(a.T, ctx.basis)
             grad_b = s * (g.T @ (x2 @ q_a))  # s G Q_A
         if need_x:
             grad_x = (s * (g_b @ a)).reshape(x.shape)
@@ -149,8 +189,19 @@ def sds_lora_delta(
     torch.Tensor, shape (..., m)
         Gradients reaching ``lora_A``/``lora_B`` are :math:`s Q_B^\top G` and :math:`s G Q_A`; the
         gradient reaching ``x`` is the exact :math:`s A^\top B^\top g`.
+
+    Notes
+    -----
+    This is a layer's forward: types, shapes and ``scaling`` are checked (errors name the argument), but like
+    :class:`~geode.adapters.AdapterLinear` the tensors' values are not: a NaN or infinity in ``x`` gives
+    non-finite outputs in its rows (and in the factors, everywhere), because a finiteness test would cost a device
+    synchronisation per layer and step. An empty batch ``x`` gives an empty output.
     """
     check_choice("basis", basis, BASES)
+    check_tensor("x", x, finite=False, nonempty=False)
+    check_tensor("lora_A", lora_A, finite=False)
+    check_tensor("lora_B", lora_B, finite=False)
+    scaling = check_real("scaling", scaling)
     if lora_A.ndim != 2 or lora_B.ndim != 2 or lora_B.shape[1] != lora_A.shape[0]:
         raise ValueError(
             f"lora_A must be (r, n) and lora_B (m, r); got {tuple(lora_A.shape)} and {tuple(lora_B.shape)}"

@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from geode.core.validation import check_array, check_int, check_positive
+from geode.core.validation import check_array, check_int, check_positive, check_tensor
 
 __all__ = [
     "agop",
@@ -59,6 +59,8 @@ __all__ = [
 
 def layer_names(model: Any) -> list[str]:
     """Names of ``model``'s submodules (``named_modules``), the valid values of ``layer``."""
+    if not callable(getattr(model, "named_modules", None)):
+        raise TypeError(f"model must be a torch nn.Module; got {type(model).__name__}")
     return [n for n, _ in model.named_modules() if n]
 
 
@@ -74,10 +76,30 @@ def _module(model: Any, layer: str) -> Any:
 
 
 def next_token_loss(logits: Any, input_ids: Any) -> Any:
-    """Summed next-token cross-entropy: token ``n`` predicts token ``n + 1`` (shapes ``(B, T, V)``, ``(B, T)``)."""
+    """Summed next-token cross-entropy: token ``n`` predicts token ``n + 1`` (shapes ``(B, T, V)``, ``(B, T)``).
+
+    ``logits`` must be finite and non-empty; ``input_ids`` integer token ids in ``[0, V)``. With ``T = 1`` no
+    token has a successor and the loss is 0 (an empty sum).
+    """
+    import torch
     import torch.nn.functional as F
 
+    check_tensor("logits", logits, ndim=3, floating=True)
+    if not isinstance(input_ids, torch.Tensor):
+        raise TypeError(f"input_ids must be a torch tensor of token ids; got {type(input_ids).__name__}")
+    if input_ids.is_floating_point() or input_ids.is_complex() or input_ids.dtype == torch.bool:
+        raise TypeError(f"input_ids must be an integer tensor of token ids; got {input_ids.dtype}")
+    if tuple(input_ids.shape) != tuple(logits.shape[:2]):
+        raise ValueError(
+            f"logits must have shape (B, T, V) and input_ids (B, T); got {tuple(logits.shape)} and "
+            f"{tuple(input_ids.shape)}"
+        )
     v = logits.shape[-1]
+    if int(input_ids.min()) < 0 or int(input_ids.max()) >= v:
+        raise ValueError(
+            f"input_ids must lie in [0, {v - 1}] (the last axis of logits); "
+            f"got values in [{int(input_ids.min())}, {int(input_ids.max())}]"
+        )
     return F.cross_entropy(logits[:, :-1].reshape(-1, v), input_ids[:, 1:].reshape(-1), reduction="sum")
 
 
@@ -318,7 +340,7 @@ def concept_subspace(
     x = _as_matrix("activations", activations)
     y = np.asarray(labels)
     if y.ndim != 1 or y.shape[0] != x.shape[0]:
-        raise ValueError(f"labels must have one entry per activation row ({x.shape[0]}); got shape {y.shape}")
+        raise ValueError(f"labels must have one entry per row of activations ({x.shape[0]}); got shape {y.shape}")
     classes = np.unique(y)
     if classes.size < 2:
         raise ValueError("labels must contain at least two classes")

@@ -117,6 +117,21 @@ def _torch_modules() -> Any:
     return torch, nn, Block
 
 
+def _check_ids(ids: Any, vocab_size: int, length: int) -> None:
+    import torch
+
+    if not isinstance(ids, torch.Tensor):
+        raise TypeError(f"ids must be a torch tensor of token ids; got {type(ids).__name__}")
+    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+        raise TypeError(f"ids must be an integer tensor of token ids; got {ids.dtype}")
+    if ids.ndim != 2 or ids.shape[1] > length:
+        raise ValueError(f"ids must have shape (batch, T) with T <= {length}; got shape {tuple(ids.shape)}")
+    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
+        raise ValueError(
+            f"ids must lie in [0, {vocab_size - 1}] (vocab_size); got values in [{int(ids.min())}, {int(ids.max())}]"
+        )
+
+
 def TinyTransformer(
     vocab_size: int, length: int, *, d: int = 64, n_layers: int = 2, heads: int = 2, seed: int = 0
 ) -> Any:
@@ -132,6 +147,8 @@ def TinyTransformer(
         Seed of the initialisation (the global torch RNG is restored afterwards).
     """
     torch, nn, Block = _torch_modules()
+    vocab_size = check_int("vocab_size", vocab_size, low=1)
+    length = check_int("length", length, low=1)
     d = check_int("d", d, low=1)
     heads = check_int("heads", heads, low=1)
     if d % heads:
@@ -147,6 +164,11 @@ def TinyTransformer(
             self.unembed = nn.Linear(d, vocab_size, bias=False)
 
         def forward(self, ids: torch.Tensor) -> torch.Tensor:
+            """Logits ``(B, T, vocab_size)`` of token ids ``(B, T)``.
+
+            Ids are integers in ``[0, vocab_size)`` and ``T <= length``.
+            """
+            _check_ids(ids, vocab_size, length)
             x = self.embed(ids) + self.pos[: ids.shape[1]]
             for blk in self.blocks:
                 x = blk(x)

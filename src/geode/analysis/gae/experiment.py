@@ -81,10 +81,15 @@ class PlantedFeatures:
 def planted_features(
     seed: int, *, d: int = 64, m: int = 256, k_active: int = 24, p_active: float = 5 / 256, noise: float = 0.02
 ) -> PlantedFeatures:
-    """Ground-truth sparse features in a ``k_active``-dimensional subspace of R^d (see the module docstring)."""
+    """Ground-truth sparse features in a ``k_active``-dimensional subspace of R^d (see the module docstring).
+
+    ``p_active`` is a probability in [0, 1] and ``noise`` a standard deviation >= 0.
+    """
     d = check_int("d", d, low=2)
     k_active = check_int("k_active", k_active, low=1, high=d // 2)
     m = check_int("m", m, low=1)
+    check_real("p_active", p_active, low=0.0, high=1.0)
+    check_real("noise", noise, low=0.0)
     rng = as_generator(seed)
     basis, _ = np.linalg.qr(rng.normal(size=(d, d)))
     c = rng.normal(size=(m, k_active))
@@ -103,8 +108,12 @@ def rotation_towards(pf: PlantedFeatures, theta_deg: float) -> np.ndarray:
 def sample_activations(
     pf: PlantedFeatures, n: int, seed: int, *, theta_deg: float = 0.0, scale: float = 1.0
 ) -> np.ndarray:
-    """``n`` activations, shape (n, d), after rotating the features by ``theta_deg`` and scaling the codes."""
+    """``n`` activations, shape (n, d), after rotating the features by ``theta_deg`` and scaling the codes.
+
+    ``theta_deg`` lies in [0, 90]; ``scale`` is any finite number.
+    """
     n = check_int("n", n, low=1)
+    check_real("scale", scale)
     rng = as_generator(seed)
     m, d = pf.features.shape
     on = rng.random((n, m)) < pf.p_active
@@ -124,6 +133,7 @@ def shifted_activations(pf: PlantedFeatures, n: int, seed: int, kind: str, stren
     """``n`` OOD activations (n, d) under a shift of ``kind`` in :data:`SHIFT_KINDS` (module docstring)."""
     kind = check_choice("kind", kind, SHIFT_KINDS)
     strength = check_real("strength", strength, low=0.0)
+    n = check_int("n", n, low=1)
     if kind == "rotation":
         return sample_activations(pf, n, seed, theta_deg=strength, scale=1.25)
     rng = as_generator(seed)
@@ -201,12 +211,23 @@ def run_shift_study(
     the ID dictionary, grid over ``lr``); mean shift has no parameter; retraining a new dictionary on the
     OOD sample (at ``retrain_at`` only, for cost) uses the ID dictionary's settings.
 
+    ``shifts`` lists at least one ``(kind, strength)`` pair; ``retrain_at`` may be empty (no retraining at any
+    shift); ``val_fraction`` lies in (0, 1).
+
     Returns ``rows`` (one dict per shift and method with ``fvu``, ``excess_fvu`` over the ID dictionary's
     ID test FVU, ``downstream_fvu``), ``per_shift`` (gaps, covariance shift, diagnostics) and ``tuning``
     (the :class:`geode.claims.TuneResult`).
     """
     from geode.claims import tune
 
+    shifts = _check_shifts("shifts", shifts)
+    if not shifts:
+        raise ValueError("shifts must list at least one (kind, strength) pair")
+    tune_shift = _check_shifts("tune_shift", [tune_shift])[0]
+    retrain_at = _check_shifts("retrain_at", retrain_at)
+    for name, v in (("n_id", n_id), ("n_ood", n_ood), ("n_test", n_test)):
+        check_int(name, v, low=2)
+    check_real("val_fraction", val_fraction, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
     if grids is None:
         grids = {
             "gae_theory": {"energy": [0.9, 0.99, 0.999, 0.9999]},
@@ -329,6 +350,21 @@ def run_shift_study(
         "d_sae": d_sae,
         "activation": activation,
     }
+
+
+def _check_shifts(name: str, shifts: Any) -> list[tuple[str, float]]:
+    """A sequence of ``(kind, strength)`` pairs, each kind in :data:`SHIFT_KINDS` and strength finite >= 0."""
+    if isinstance(shifts, (str, bytes)) or not isinstance(shifts, Sequence):
+        raise TypeError(f"{name} must be a sequence of (kind, strength) pairs; got {type(shifts).__name__}")
+    out = []
+    for i, pair in enumerate(shifts):
+        where = name if name == "tune_shift" else f"{name}[{i}]"
+        if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
+            raise ValueError(f"{where} must be a (kind, strength) pair; got {pair!r}")
+        check_choice(f"{where} kind", pair[0], SHIFT_KINDS)
+        check_real(f"{where} strength", pair[1], low=0.0)
+        out.append(pair)
+    return out
 
 
 def shift_tag(kind: str, strength: float) -> str:

@@ -163,10 +163,14 @@ def faithfulness_gap(U: Any, V: Any) -> float:
 
     Equal to :math:`(\sum_i \sin^2 \theta_i)^{1/2}` over the principal angles when the dimensions agree;
     in general :math:`\big(\tfrac{k_U + k_V}{2} - \sum_i \cos^2 \theta_i\big)^{1/2}`. 0 for the same
-    subspace; :math:`\sqrt{k}` for orthogonal ones of dimension ``k``.
+    subspace; :math:`\sqrt{k}` for orthogonal ones of dimension ``k``. A zero matrix spans no subspace and is
+    refused.
     """
     u = _as_matrix("U", U, min_rows=1)
     v = _as_matrix("V", V, min_rows=1)
+    for name, m in (("U", u), ("V", v)):
+        if m.shape[1] == 0 or not np.any(m):
+            raise ValueError(f"{name} spans no direction (no columns, or all zeros): it is not a subspace basis")
     if u.shape[0] != v.shape[0]:
         raise ValueError(f"U and V must live in the same space (same rows); got {u.shape} and {v.shape}")
     # from the projectors themselves: sqrt(k - sum cos^2) loses half the digits (1e-16 -> 1e-8) near 0
@@ -203,6 +207,7 @@ def direct_rotation(U_from: Any, U_to: Any, *, tol: float = 1e-10) -> np.ndarray
     """
     a = _as_matrix("U_from", U_from, min_rows=1)
     b = _as_matrix("U_to", U_to, min_rows=1)
+    tol = check_real("tol", tol, low=0.0)
     if a.shape != b.shape:
         raise ValueError(f"U_from and U_to must have the same shape (d, k); got {a.shape} and {b.shape}")
     d, k = a.shape

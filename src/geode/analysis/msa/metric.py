@@ -79,11 +79,16 @@ _DISTANCE = ("affine", "logeuclid")
 
 
 def _check_metrics(name: str, g: Any) -> np.ndarray:
-    arr = np.asarray(g, dtype=float)
+    try:
+        arr = np.asarray(g, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be an array of shape (n_points, d, d); got {type(g).__name__}") from None
     if arr.ndim == 2:
         arr = arr[None]
     if arr.ndim != 3 or arr.shape[1] != arr.shape[2] or arr.shape[1] < 1:
         raise ValueError(f"{name} must have shape (n_points, d, d) (one metric per point); got shape {arr.shape}")
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name} must hold at least one point; got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must contain only finite values (found NaN or inf)")
     if not np.allclose(arr, np.swapaxes(arr, 1, 2), rtol=1e-6, atol=1e-10 * max(float(np.abs(arr).max()), 1e-300)):

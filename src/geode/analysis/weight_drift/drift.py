@@ -45,6 +45,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from geode.core.validation import check_real
+
 __all__ = [
     "ACTIVATIONS",
     "GELU2",
@@ -75,10 +77,14 @@ class QuantileReLU(nn.Module):
     mode : {"mask", "continuous"}
         See above.
 
+    The input is a tensor of any shape with the batch along dimension 0 (the quantile is per entry of the
+    other dimensions). A NaN or inf in it is refused: it would move the batch quantile of its unit and a NaN
+    would silently become a zero.
+
     Raises
     ------
     ValueError
-        ``sparsity`` outside ``[0, 1)``, an unknown ``mode``, or an input with fewer than 2 rows.
+        ``sparsity`` outside ``[0, 1)``, an unknown ``mode``, or an input with fewer than 2 rows or a NaN/inf.
     """
 
     def __init__(self, sparsity: float, mode: str = "mask") -> None:
@@ -91,8 +97,13 @@ class QuantileReLU(nn.Module):
         self.mode = mode
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _check_input(x)
         if x.ndim == 0 or x.shape[0] < 2:
-            raise ValueError(f"QuantileReLU needs a batch of >= 2 rows along dimension 0; got shape {tuple(x.shape)}")
+            raise ValueError(
+                f"x must hold a batch of >= 2 rows along dimension 0 (QuantileReLU); got shape {tuple(x.shape)}"
+            )
+        if not bool(torch.isfinite(x.detach()).all()):
+            raise ValueError("x must contain only finite values (found NaN or inf)")
         q = torch.quantile(x.detach().float(), self.sparsity, dim=0, keepdim=True).to(x.dtype)
         if self.mode == "mask":
             return x * (x >= q).to(x.dtype)
@@ -107,7 +118,7 @@ class _ClippedSquare(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx: Any, y: torch.Tensor, clip: float) -> torch.Tensor:
-        mask = y <= clip
+        mask = ~(y > clip)  # a NaN is kept (not replaced by the clip)
         ctx.save_for_backward(mask)
         return torch.where(mask, y, torch.full_like(y, clip))
 
@@ -117,6 +128,11 @@ class _ClippedSquare(torch.autograd.Function):
         return grad * mask.to(grad.dtype), None
 
 
+def _check_input(x: Any) -> None:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"x must be a torch tensor; got {type(x).__name__}")
+
+
 def _check_clip(clip: float) -> float:
     if not isinstance(clip, (int, float)) or not float(clip) > 0 or not np.isfinite(clip):
         raise ValueError(f"clip must be a finite number > 0; got {clip!r}")
@@ -124,14 +140,24 @@ def _check_clip(clip: float) -> float:
 
 
 class ReLU2(nn.Module):
-    r"""Squared ReLU, :math:`y = \operatorname{relu}(x)^2` (gradient :math:`2\operatorname{relu}(x)`)."""
+    r"""Squared ReLU, :math:`y = \operatorname{relu}(x)^2` (gradient :math:`2\operatorname{relu}(x)`).
+
+    Elementwise on a tensor of any shape (an empty one gives an empty output). Like torch's own activations it
+    does not scan its input for NaN or inf (a training step pays nothing extra): a NaN propagates to the output
+    (and the loss, where the training loop sees it) and ``inf`` follows the formula.
+    """
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _check_input(x)
         return torch.relu(x).square()
 
 
 class ClippedReLU2(nn.Module):
     r"""Clipped squared ReLU, :math:`y = \min(\operatorname{relu}(x)^2, c)`, zero gradient where clipped.
+
+    Elementwise on a tensor of any shape (an empty one gives an empty output). Like torch's own activations it
+    does not scan its input for NaN or inf (a training step pays nothing extra): a NaN propagates to the output
+    (and the loss, where the training loop sees it); ``inf`` is clipped to ``c``, as the formula says.
 
     Parameters
     ----------
@@ -144,6 +170,7 @@ class ClippedReLU2(nn.Module):
         self.clip = _check_clip(clip)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _check_input(x)
         return _ClippedSquare.apply(torch.relu(x).square(), self.clip)
 
     def extra_repr(self) -> str:
@@ -151,14 +178,24 @@ class ClippedReLU2(nn.Module):
 
 
 class GELU2(nn.Module):
-    r"""Squared GELU, :math:`y = \operatorname{gelu}(x)^2`."""
+    r"""Squared GELU, :math:`y = \operatorname{gelu}(x)^2`.
+
+    Elementwise on a tensor of any shape (an empty one gives an empty output). Like torch's own activations it
+    does not scan its input for NaN or inf (a training step pays nothing extra): a NaN propagates to the output
+    (and the loss, where the training loop sees it) and ``inf`` follows the formula.
+    """
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _check_input(x)
         return nn.functional.gelu(x).square()
 
 
 class ClippedGELU2(nn.Module):
     r"""Clipped squared GELU, :math:`y = \min(\operatorname{gelu}(x)^2, c)`, zero gradient where clipped.
+
+    Elementwise on a tensor of any shape (an empty one gives an empty output). Like torch's own activations it
+    does not scan its input for NaN or inf (a training step pays nothing extra): a NaN propagates to the output
+    (and the loss, where the training loop sees it); ``inf`` is clipped to ``c``, as the formula says.
 
     Parameters
     ----------
@@ -171,6 +208,7 @@ class ClippedGELU2(nn.Module):
         self.clip = _check_clip(clip)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _check_input(x)
         return _ClippedSquare.apply(nn.functional.gelu(x).square(), self.clip)
 
     def extra_repr(self) -> str:
@@ -232,8 +270,8 @@ def downstream_drift(
     Raises
     ------
     ValueError
-        An empty history, snapshots with different keys or shapes, or a constant initial matrix with
-        ``relative=True``.
+        An empty history, snapshots with different keys or shapes, an empty or non-finite matrix, or a constant
+        initial matrix with ``relative=True``.
     """
     if len(history) == 0:
         raise ValueError("history must hold at least one snapshot (the initial weights)")
@@ -245,13 +283,24 @@ def downstream_drift(
             raise ValueError(f"each history snapshot must be a mapping or a sequence of tensors; got {type(snap)}")
         return {str(i): w for i, w in enumerate(snap)}
 
+    def weights(t: int, k: Any, w: Any) -> torch.Tensor:
+        try:
+            wt = torch.as_tensor(w).detach().double()
+        except (TypeError, ValueError, RuntimeError) as exc:
+            raise TypeError(f"history[{t}][{k!r}] must be a tensor of weights; got {type(w).__name__}") from exc
+        if wt.numel() == 0:
+            raise ValueError(f"history[{t}][{k!r}] is empty")
+        if not bool(torch.isfinite(wt).all()):
+            raise ValueError(f"history[{t}][{k!r}] must contain only finite values (found NaN or inf)")
+        return wt
+
     first = items(history[0])
     if not first:
         raise ValueError("history[0] holds no weights")
     out = {k: np.zeros(len(history)) for k in first}
     base = {}
     for k, w in first.items():
-        w0 = torch.as_tensor(w).detach().double()
+        w0 = weights(0, k, w)
         sd = float(w0.std()) if w0.numel() > 1 else 0.0
         if relative and not sd > 0:
             raise ValueError(f"history[0][{k!r}] has zero spread; use relative=False")
@@ -261,7 +310,7 @@ def downstream_drift(
         if set(cur) != set(first):
             raise ValueError(f"history[{t}] has keys {sorted(cur)}; history[0] has {sorted(first)}")
         for k, w in cur.items():
-            wt = torch.as_tensor(w).detach().double()
+            wt = weights(t, k, w)
             m0, sd, shape = base[k]
             if tuple(wt.shape) != shape:
                 raise ValueError(f"history[{t}][{k!r}] has shape {tuple(wt.shape)}; history[0] has {shape}")
@@ -292,7 +341,7 @@ def expected_preactivation_gradient(
         Holds the activation modules (``nn.ReLU``, ``nn.GELU``, ``nn.SiLU``, ``nn.Tanh`` and this module's own).
     x, y : Tensor
         A batch of inputs and targets (class indices for ``"ce"``; targets of the output's shape, or class
-        indices turned into one-hot vectors, for ``"mse"``).
+        indices turned into one-hot vectors, for ``"mse"``): non-empty, one target per input, finite.
     loss : {"ce", "mse"}
     types : tuple of module types, optional
         Which modules count as activations.
@@ -304,6 +353,17 @@ def expected_preactivation_gradient(
     """
     if loss not in ("ce", "mse"):
         raise ValueError(f"loss must be 'ce' or 'mse'; got {loss!r}")
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch nn.Module; got {type(model).__name__}")
+    for name, v in (("x", x), ("y", y)):
+        if not isinstance(v, torch.Tensor):
+            raise TypeError(f"{name} must be a torch tensor; got {type(v).__name__}")
+        if v.ndim == 0 or v.shape[0] == 0:
+            raise ValueError(f"{name} must hold a non-empty batch (along dimension 0); got shape {tuple(v.shape)}")
+        if v.is_floating_point() and not bool(torch.isfinite(v).all()):
+            raise ValueError(f"{name} must contain only finite values (found NaN or inf)")
+    if y.shape[0] != x.shape[0]:
+        raise ValueError(f"y must have one target per row of x ({x.shape[0]}); got shape {tuple(y.shape)}")
     mods = _activation_modules(model, types)
     inputs: dict[str, torch.Tensor] = {}
 
@@ -319,7 +379,10 @@ def expected_preactivation_gradient(
     handles = [m.register_forward_pre_hook(hook(n)) for n, m in mods.items()]
     try:
         model.zero_grad(set_to_none=True)
-        out = model(x)
+        try:
+            out = model(x)
+        except RuntimeError as exc:
+            raise ValueError(f"x of shape {tuple(x.shape)} does not fit the model: {exc}") from exc
         if loss == "ce":
             value = nn.functional.cross_entropy(out, y)
         else:
@@ -359,9 +422,7 @@ class SparsityMonitor:
     """
 
     def __init__(self, model: nn.Module, *, eps: float = 0.0, types: tuple[type, ...] | None = None) -> None:
-        if not isinstance(eps, (int, float)) or eps < 0:
-            raise ValueError(f"eps must be a number >= 0; got {eps!r}")
-        self.eps = float(eps)
+        self.eps = check_real("eps", eps, low=0.0)
         self.modules = _activation_modules(model, types)
         self.records: dict[str, list[tuple[float, float, float]]] = {n: [] for n in self.modules}
         self._handles = [m.register_forward_hook(self._hook(n)) for n, m in self.modules.items()]

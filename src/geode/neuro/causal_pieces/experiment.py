@@ -39,6 +39,10 @@ class InitConfig:
     std: float
     positive: bool = False
 
+    def __post_init__(self) -> None:
+        check_real("mean", self.mean)
+        check_real("std", self.std, low=0.0)
+
     @property
     def name(self) -> str:
         return f"{'pos' if self.positive else 'normal'}(m={self.mean:g},s={self.std:g})"
@@ -129,6 +133,7 @@ def run_init_study(
     Parameters
     ----------
     configs : sequence of InitConfig
+        At least one.
     sizes : sequence of int
         Layer widths; the first must be 5 (4 Yin-Yang features and a bias spike).
     n_train, n_test : int
@@ -154,7 +159,15 @@ def run_init_study(
     curves : numpy.ndarray, shape (len(rows), epochs + 1)
         Test accuracy after each epoch (column 0: at initialisation).
     """
+    configs = list(configs)
+    if not configs:
+        raise ValueError("configs must hold at least one InitConfig")
+    for i, cfg in enumerate(configs):
+        if not isinstance(cfg, InitConfig):
+            raise TypeError(f"configs[{i}] must be an InitConfig; got {type(cfg).__name__}")
     sizes = [check_int(f"sizes[{i}]", s, low=1) for i, s in enumerate(sizes)]
+    if len(sizes) < 2:
+        raise ValueError(f"sizes must list at least an input and an output width; got {sizes}")
     if sizes[0] != 5:
         raise ValueError(f"sizes[0] must be 5 (4 Yin-Yang features and a bias spike); got {sizes[0]}")
     n_train = check_int("n_train", n_train, low=1)

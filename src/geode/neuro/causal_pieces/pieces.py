@@ -70,7 +70,7 @@ def causal_path_masks(
     ----------
     model : NLIFLayer, NLIFNetwork or sequence of NLIFLayer
     t_in : torch.Tensor, shape (batch, n_in)
-        Input spike times (``inf`` = no spike).
+        Input spike times (``inf`` = no spike; NaN is rejected). An empty batch gives empty outputs.
     restrict_to_output : bool
         Keep only the causal sets of neurons upstream of a spiking output neuron (the causal path,
         default). ``False`` keeps every neuron's causal set (the full causal state of the network).

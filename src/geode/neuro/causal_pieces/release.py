@@ -47,7 +47,7 @@ from torch import nn
 from geode.core.validation import check_int, check_positive, check_real
 from geode.data.yinyang import YinYangDataset
 from geode.neuro.causal_pieces.pieces import count_causal_pieces
-from geode.neuro.lif import NLIFLayer, weight_sum_penalty
+from geode.neuro.lif import NLIFLayer, _check_spike_times, weight_sum_penalty
 
 __all__ = ["DECODE_T", "ReleaseInit", "ReleaseNet", "release_inits", "train_release", "yinyang_raw"]
 
@@ -63,11 +63,19 @@ def yinyang_raw(n: int, seed: int, *, dtype: torch.dtype = torch.float32) -> tup
 
 @dataclass(frozen=True)
 class ReleaseInit:
-    """One initialisation of the release: hidden weights :math:`\\mathcal{N}(\\mu, \\sigma^2)`, raw (no fan-in)."""
+    """One initialisation of the release: hidden weights :math:`\\mathcal{N}(\\mu, \\sigma^2)`, raw (no fan-in).
+
+    ``mean`` must be finite, ``std`` finite and >= 0, ``seed`` an integer.
+    """
 
     mean: float
     std: float
     seed: int
+
+    def __post_init__(self) -> None:
+        check_real("mean", self.mean)
+        check_real("std", self.std, low=0.0)
+        check_int("seed", self.seed)
 
     @property
     def name(self) -> str:
@@ -77,6 +85,7 @@ class ReleaseInit:
 def release_inits(n: int, seed: int, offset: float = 0.2) -> tuple[ReleaseInit, ...]:
     """``n`` initialisations as the release draws them: mu ~ U(0,1) - offset, sigma ~ U(0,1), one seed each."""
     rng = np.random.default_rng([check_int("seed", seed, low=0), 19])
+    offset = check_real("offset", offset)
     out = []
     for i in range(check_int("n", n, low=1)):
         mu, sd = float(rng.random()) - offset, float(rng.random())
@@ -111,6 +120,8 @@ class ReleaseNet(nn.Module):
     ) -> None:
         super().__init__()
         hidden = check_int("hidden", hidden, low=1)
+        if not isinstance(init, ReleaseInit):
+            raise TypeError(f"init must be a ReleaseInit; got {type(init).__name__}")
         self.hidden = NLIFLayer(in_features, hidden, check_positive("tau_s", tau_s), check_positive("theta", theta))
         gen = torch.Generator().manual_seed(init.seed)
         with torch.no_grad():
@@ -120,13 +131,25 @@ class ReleaseNet(nn.Module):
         torch.manual_seed(init.seed + 1)
         self.decoder = nn.Linear(hidden, check_int("classes", classes, low=2))
 
+    def _check_x(self, x: Any) -> Any:
+        if isinstance(x, torch.Tensor) and x.ndim == 1:
+            return _check_spike_times("x", x[None], self.hidden.in_features)[0]
+        return _check_spike_times("x", x, self.hidden.in_features)
+
     def hidden_times(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Hidden spike times (``inf``: no spike) and causal masks."""
-        return self.hidden(x)
+        """Hidden spike times (``inf``: no spike) and causal masks.
+
+        ``x`` holds input spike times (``inf``: no input spike, NaN refused); an empty batch gives empty outputs.
+        """
+        return self.hidden(self._check_x(x))
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Logits ``(B, classes)`` and the hidden spike times ``(B, hidden)``."""
-        t, _ = self.hidden(x)
+        """Logits ``(B, classes)`` and the hidden spike times ``(B, hidden)``.
+
+        ``x`` holds input spike times (``inf``: no input spike, NaN refused); a hidden neuron that does not
+        spike has time ``inf`` and enters the decoder as 0. An empty batch gives empty outputs.
+        """
+        t, _ = self.hidden(self._check_x(x))
         used = torch.isfinite(t) & (t <= DECODE_T)
         return self.decoder(torch.where(used, t, torch.zeros_like(t))), t
 

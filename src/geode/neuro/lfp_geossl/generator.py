@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from geode.core.validation import check_int, check_real
+from geode.core.validation import check_array, check_int, check_positive, check_real
 
 __all__ = ["REGIONS", "LFPSession", "ProbeLayout", "depth_profile", "simulate_session"]
 
@@ -65,7 +65,10 @@ class ProbeLayout:
     positions: np.ndarray = field(repr=False)
 
     def __post_init__(self) -> None:
-        pos = np.asarray(self.positions, dtype=float)
+        try:
+            pos = np.asarray(self.positions, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"positions must be an array of numbers; got {type(self.positions).__name__}") from exc
         if pos.ndim != 1 or pos.size < 2:
             raise ValueError(f"positions must be a 1-D array of at least 2 channel positions; got shape {pos.shape}")
         if not np.isfinite(pos).all():
@@ -89,7 +92,12 @@ class ProbeLayout:
 
 @dataclass
 class LFPSession:
-    """One simulated recording: windows (channels, windows, samples) at ``fs``, per-channel labels and depths."""
+    """One simulated recording: windows (channels, windows, samples) at ``fs``, per-channel labels and depths.
+
+    Validated on construction: ``lfp`` a finite, non-empty 3-D array; ``region`` one integer region index per
+    channel; ``depth`` one finite depth per channel; ``layout`` a :class:`ProbeLayout` with one position per
+    channel; ``fs`` a finite rate > 0; ``info`` a dict. The arrays are stored as given.
+    """
 
     lfp: np.ndarray  # (channels, windows, samples), float32
     region: np.ndarray  # (channels,) int
@@ -97,6 +105,30 @@ class LFPSession:
     layout: ProbeLayout
     fs: float
     info: dict[str, float]
+
+    def __post_init__(self) -> None:
+        lfp = check_array("lfp", self.lfp, ndim=3)
+        if lfp.size == 0:
+            raise ValueError(f"lfp must not be empty; got shape {lfp.shape}")
+        n = lfp.shape[0]
+        region = check_array("region", self.region, ndim=1, dtype=None)
+        if not np.issubdtype(region.dtype, np.integer):
+            raise TypeError(f"region must hold integer region indices; got dtype {region.dtype}")
+        if region.shape != (n,) or (region < 0).any() or (region >= len(REGIONS)).any():
+            raise ValueError(
+                f"region must hold one index in [0, {len(REGIONS) - 1}] per channel of lfp ({n}); "
+                f"got shape {region.shape}"
+            )
+        depth = check_array("depth", self.depth, ndim=1)
+        if depth.shape != (n,):
+            raise ValueError(f"depth must hold one depth per channel of lfp ({n}); got shape {depth.shape}")
+        if not isinstance(self.layout, ProbeLayout):
+            raise TypeError(f"layout must be a ProbeLayout; got {type(self.layout).__name__}")
+        if self.layout.n_channels != n:
+            raise ValueError(f"layout must have one position per channel of lfp ({n}); got {self.layout.n_channels}")
+        check_positive("fs", self.fs)
+        if not isinstance(self.info, dict):
+            raise TypeError(f"info must be a dict; got {type(self.info).__name__}")
 
 
 def _boundaries(thickness: np.ndarray) -> np.ndarray:
@@ -106,13 +138,20 @@ def _boundaries(thickness: np.ndarray) -> np.ndarray:
 def depth_profile(depth: float | np.ndarray, boundaries: np.ndarray | None = None) -> dict[str, Any]:
     r"""The documented source spectrum at vertical ``depth`` (µm): region index, :math:`\chi(y)` and the peaks.
 
-    ``boundaries`` are the region edges (7 values from 0); default: the nominal thicknesses. Depths below the last
-    region belong to it.
+    ``depth`` is a scalar or a non-empty 1-D array, finite and >= 0. ``boundaries`` are the region edges (7
+    increasing values from 0); default: the nominal thicknesses. Depths below the last region belong to it.
     """
-    y = np.asarray(depth, dtype=float)
-    if not np.isfinite(y).all() or (y < 0).any():
+    y = check_array("depth", depth, ndim=(0, 1))
+    if y.size == 0:
+        raise ValueError("depth must not be empty")
+    if (y < 0).any():
         raise ValueError("depth must be finite and >= 0 (µm below the surface)")
-    b = _boundaries(np.array([r["thickness"] for r in REGIONS])) if boundaries is None else np.asarray(boundaries)
+    if boundaries is None:
+        b = _boundaries(np.array([r["thickness"] for r in REGIONS]))
+    else:
+        b = check_array("boundaries", boundaries, shape=(len(REGIONS) + 1,))
+        if b[0] != 0.0 or not (np.diff(b) > 0).all():
+            raise ValueError(f"boundaries must increase strictly from 0 (the surface); got {b.tolist()}")
     region = np.clip(np.searchsorted(b, y, side="right") - 1, 0, len(REGIONS) - 1)
     chi = np.array([REGIONS[r]["chi"] for r in np.atleast_1d(region)]) + CHI_SLOPE_PER_MM * np.atleast_1d(y) / 1000
     peaks = [REGIONS[r]["peaks"] for r in np.atleast_1d(region)]
@@ -142,8 +181,10 @@ def simulate_session(
 ) -> LFPSession:
     """Simulate one session along ``layout`` (default: 64 contacts at 20 µm). See the module docstring.
 
-    With ``shifts=False`` the session has gain 1, no line noise, native rate ``fs``, no tilt, offset at the
-    lower end of ``offset_um`` and nominal region thicknesses (the reference the spectral tests use).
+    ``rates`` are positive sampling rates; ``tilt_deg`` and ``offset_um`` finite ``(low, high)`` ranges with
+    low <= high, every contact at a depth >= 0. With ``shifts=False`` the session has gain 1, no line noise,
+    native rate ``fs``, no tilt, offset at the lower end of ``offset_um`` and nominal region thicknesses (the
+    reference the spectral tests use).
     """
     if layout is None:
         layout = ProbeLayout.linear(64, 20.0)
@@ -153,8 +194,16 @@ def simulate_session(
     window_s = check_real("window_s", window_s, low=0.0, low_inclusive=False)
     fs = check_real("fs", fs, low=0.0, low_inclusive=False)
     conduction_um = check_real("conduction_um", conduction_um, low=0.0, low_inclusive=False)
-    if not rates or any(r <= 0 for r in rates):
-        raise ValueError(f"rates must be positive sampling rates; got {rates!r}")
+    if isinstance(rates, (str, bytes)) or not hasattr(rates, "__len__") or not len(rates):
+        raise ValueError(f"rates must be a non-empty sequence of positive sampling rates; got {rates!r}")
+    for i, r in enumerate(rates):
+        check_positive(f"rates[{i}]", r)
+    for name, pair in (("tilt_deg", tilt_deg), ("offset_um", offset_um)):
+        if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:
+            raise ValueError(f"{name} must be a (low, high) pair; got {pair!r}")
+        lo, hi = (check_real(f"{name}[{i}]", v) for i, v in enumerate(pair))
+        if lo > hi:
+            raise ValueError(f"{name} must be a (low, high) pair with low <= high; got {pair!r}")
     rng = np.random.default_rng(check_int("seed", seed, low=0))
     thick = np.array([r["thickness"] for r in REGIONS])
     if shifts:
@@ -169,6 +218,11 @@ def simulate_session(
         theta, y0, native, gain, line_f, line_a = 0.0, offset_um[0], fs, 1.0, 50.0, 0.0
     bounds = _boundaries(thick)
     depth = y0 + layout.positions * math.cos(theta)
+    if (depth < 0).any():
+        raise ValueError(
+            f"offset_um and layout put a contact above the surface (depth {depth.min():.3g} µm < 0); "
+            "raise offset_um's lower end"
+        )
     prof = depth_profile(depth, bounds)
     n_nat = int(round(n_windows * window_s * native))
     f = np.fft.rfftfreq(n_nat, 1.0 / native)

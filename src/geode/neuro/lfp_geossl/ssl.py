@@ -36,7 +36,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from geode.core.validation import check_int, check_real
+from geode.core.validation import check_array, check_int, check_real, check_tensor
 
 __all__ = [
     "LFPEncoder",
@@ -47,15 +47,14 @@ __all__ = [
 ]
 
 
-def _check_windows(x: Any) -> None:
-    if not isinstance(x, torch.Tensor) or x.ndim != 2:
-        raise ValueError(f"x must be a 2-D tensor (windows, samples); got shape {getattr(x, 'shape', None)}")
-    if not bool(torch.isfinite(x).all()):
-        raise ValueError("x must be finite (it holds NaN or inf)")
+def _check_windows(x: Any, *, nonempty: bool = False) -> None:
+    check_tensor("x", x, ndim=2, nonempty=nonempty, floating=True)
 
 
 class LFPEncoder(nn.Module):
     """Single-channel LFP windows (batch, samples) -> embeddings (batch, dim); see the module docstring.
+
+    The windows must be a finite floating-point tensor; an empty batch gives an empty output.
 
     Examples
     --------
@@ -131,8 +130,9 @@ def masked_prediction_loss(
     """wav2vec2-style masked contrastive prediction on windows ``x`` (batch, samples).
 
     ``heads`` is a module with ``heads.pred`` and ``heads.target`` (two ``Linear(dim, dim)``), e.g.
-    ``nn.ModuleDict({"pred": nn.Linear(d, d), "target": nn.Linear(d, d)})``.
+    ``nn.ModuleDict({"pred": nn.Linear(d, d), "target": nn.Linear(d, d)})``. ``x`` must hold at least one window.
     """
+    _check_windows(x, nonempty=True)
     check_real("mask_prob", mask_prob, low=0.0, high=1.0, low_inclusive=False)
     check_int("span", span, low=1)
     temperature = check_real("temperature", temperature, low=0.0, low_inclusive=False)
@@ -147,16 +147,18 @@ def masked_prediction_loss(
     return nn.functional.cross_entropy(logits[mask], labels[mask])
 
 
-def _check_geometry(z: Any, depth: Any, group: Any) -> None:
+def _check_geometry(z: Any, depth: Any, group: Any, *, z_name: str = "z") -> None:
     if not isinstance(z, torch.Tensor) or z.ndim != 2:
-        raise ValueError(f"z must be a 2-D tensor (batch, dim); got shape {getattr(z, 'shape', None)}")
+        raise ValueError(f"{z_name} must be a 2-D tensor (batch, dim); got shape {getattr(z, 'shape', None)}")
     if not bool(torch.isfinite(z).all()):
-        raise ValueError("z must be finite (it holds NaN or inf)")
+        raise ValueError(f"{z_name} must be finite (it holds NaN or inf)")
     for name, v in (("depth", depth), ("group", group)):
         if not isinstance(v, torch.Tensor) or v.ndim != 1:
             raise ValueError(f"{name} must be a 1-D tensor (batch,); got shape {getattr(v, 'shape', None)}")
         if v.shape[0] != z.shape[0]:
-            raise ValueError(f"{name} must have one entry per embedding: z has {z.shape[0]}, {name} {v.shape[0]}")
+            raise ValueError(
+                f"{name} must have one entry per embedding: {z_name} has {z.shape[0]}, {name} {v.shape[0]}"
+            )
     if not bool(torch.isfinite(depth.double()).all()):
         raise ValueError(
             "unknown channel layout: depth holds NaN or inf; every channel needs its position on the probe"
@@ -177,7 +179,7 @@ def geometry_contrastive_loss(
     group : Tensor (batch,)
         Probe-and-window id: only channels of one group are compared by position.
     """
-    _check_geometry(u, depth, group)
+    _check_geometry(u, depth, group, z_name="u")
     delta = check_real("delta", delta, low=0.0)
     temperature = check_real("temperature", temperature, low=0.0, low_inclusive=False)
     u = nn.functional.normalize(u, dim=1)
@@ -212,14 +214,19 @@ def distance_preserving_loss(
 
 
 def welch_features(x: Any, fs: float, *, nperseg: int = 128, fmax: float = 100.0) -> np.ndarray:
-    """log10 Welch PSD (1 Hz to ``fmax``) of each row of ``x`` (..., samples); shape (..., n_freqs)."""
+    """log10 Welch PSD (1 Hz to ``fmax``) of each row of ``x`` (..., samples); shape (..., n_freqs).
+
+    ``x`` must be finite with at least ``nperseg`` samples per row; an empty batch (no rows) gives an empty output.
+    """
     from scipy.signal import welch
 
-    x = np.asarray(x, dtype=float)
-    if x.ndim < 1 or not np.isfinite(x).all():
-        raise ValueError("x must be a finite array (..., samples)")
+    x = check_array("x", x)
+    if x.ndim < 1:
+        raise ValueError(f"x must be an array (..., samples); got shape {x.shape}")
     fs = check_real("fs", fs, low=0.0, low_inclusive=False)
-    nperseg = check_int("nperseg", nperseg, low=8, high=x.shape[-1])
+    nperseg = check_int("nperseg", nperseg, low=8)
+    if nperseg > x.shape[-1]:
+        raise ValueError(f"x must have at least nperseg={nperseg} samples per row; got shape {x.shape}")
     f, p = welch(x, fs=fs, nperseg=nperseg, axis=-1)
     keep = (f >= 1.0) & (f <= check_real("fmax", fmax, low=1.0))
     return np.log10(p[..., keep] + 1e-12)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from geode.core.validation import check_int
+from geode.core.validation import check_int, check_tensor
 
 __all__ = ["PhaseSpaceCNN"]
 
@@ -54,12 +54,14 @@ class PhaseSpaceCNN(nn.Module):
         self.state_dim = grid * grid * token_channels
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not isinstance(x, torch.Tensor) or x.ndim != 4 or x.shape[1] != self.in_channels:
-            raise ValueError(
-                f"x must be a (batch, {self.in_channels}, H, W) tensor; got shape {getattr(x, 'shape', None)}"
-            )
-        if not bool(torch.isfinite(x).all()):
-            raise ValueError("x must be finite (it holds NaN or inf)")
+        """Finite, non-empty images (batch, in_channels, H, W) -> states (batch, state_dim).
+
+        An empty batch is refused: the BatchNorm layers need samples (in training mode they would count it).
+        """
+        check_tensor("x", x, ndim=4, nonempty=False)
+        if x.shape[1] != self.in_channels:
+            raise ValueError(f"x must be a (batch, {self.in_channels}, H, W) tensor; got shape {tuple(x.shape)}")
+        check_tensor("x", x)
         t = self.body(x)
         h = self.token_channels // 2
         return torch.cat([t[:, :h].flatten(1), t[:, h:].flatten(1)], 1)

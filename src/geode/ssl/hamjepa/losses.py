@@ -37,7 +37,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from geode.core.validation import check_int, check_real
+from geode.core.validation import check_int, check_real, check_tensor
 
 __all__ = [
     "HamJEPALoss",
@@ -54,7 +54,9 @@ __all__ = [
 
 
 def _check_emb(name: str, x: Any, min_rows: int = 2) -> None:
-    if not isinstance(x, torch.Tensor) or x.ndim != 2:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch tensor (batch, dim); got {type(x).__name__}")
+    if x.ndim != 2:
         raise ValueError(f"{name} must be a 2-D tensor (batch, dim); got shape {getattr(x, 'shape', None)}")
     if x.shape[0] < min_rows:
         raise ValueError(f"{name} must hold at least {min_rows} samples; got {x.shape[0]}")
@@ -143,8 +145,7 @@ def projected_logdet_floor(
     :math:`\epsilon I`.
     """
     _check_emb("x", x)
-    if not isinstance(projection, torch.Tensor) or projection.ndim != 2 or projection.shape[0] != x.shape[1]:
-        raise ValueError(f"projection must be a ({x.shape[1]}, k) tensor; got {getattr(projection, 'shape', None)}")
+    check_tensor("projection", projection, shape=(x.shape[1], None))
     k = projection.shape[1]
     y = (x.float() - x.float().mean(0, keepdim=True)) @ projection.float()
     c = y.T @ y / (x.shape[0] - 1)
@@ -170,12 +171,9 @@ def lejepa_prediction_loss(views: torch.Tensor, n_global: int = 2) -> torch.Tens
     r"""LeJEPA's prediction term: half the mean squared gap of every view to the mean of the global views.
 
     :math:`\tfrac12\,\mathrm{mean}_{v,b,k}(\bar z_{b,k} - z_{v,b,k})^2` with :math:`\bar z` the mean of the first
-    ``n_global`` views (not detached, as in LeJEPA). ``views``: (V, B, K)."""
-    if not isinstance(views, torch.Tensor) or views.ndim != 3:
-        raise ValueError(f"views must be a 3-D tensor (views, batch, dim); got {getattr(views, 'shape', None)}")
+    ``n_global`` views (not detached, as in LeJEPA). ``views``: (V, B, K), finite and non-empty."""
+    check_tensor("views", views, ndim=3)
     check_int("n_global", n_global, low=1, high=views.shape[0])
-    if not bool(torch.isfinite(views).all()):
-        raise ValueError("views must be finite (they hold NaN or inf)")
     centre = views[:n_global].mean(0, keepdim=True)
     return 0.5 * (centre - views).square().mean()
 
@@ -191,10 +189,7 @@ def epps_pulley_sigreg(
     (dim, slices) should have unit columns.
     """
     _check_emb("z", z)
-    if not isinstance(directions, torch.Tensor) or directions.ndim != 2 or directions.shape[0] != z.shape[1]:
-        raise ValueError(
-            f"directions must be a ({z.shape[1]}, slices) tensor; got {getattr(directions, 'shape', None)}"
-        )
+    check_tensor("directions", directions, shape=(z.shape[1], None))
     t_max = check_real("t_max", t_max, low=0.0, low_inclusive=False)
     n_points = check_int("n_points", n_points, low=3)
     t = torch.linspace(0.0, t_max, n_points, dtype=torch.float32)
@@ -305,13 +300,18 @@ class SIGRegLoss(nn.Module):
 
 
 def _check_spd(h: Any) -> torch.Tensor:
-    h = torch.as_tensor(h, dtype=torch.float64)
-    if h.ndim != 2 or h.shape[0] != h.shape[1]:
-        raise ValueError(f"H must be a square matrix; got shape {tuple(h.shape)}")
-    if not bool(torch.isfinite(h).all()) or not torch.allclose(h, h.T, atol=1e-10):
-        raise ValueError("H must be finite and symmetric")
+    try:
+        h = torch.as_tensor(h, dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise TypeError(f"h must be a square matrix of real numbers; got {type(h).__name__}") from exc
+    if h.ndim != 2 or h.shape[0] != h.shape[1] or h.shape[0] == 0:
+        raise ValueError(f"h must be a non-empty square matrix; got shape {tuple(h.shape)}")
+    if not bool(torch.isfinite(h).all()):
+        raise ValueError("h must contain only finite values (found NaN or inf)")
+    if not torch.allclose(h, h.T, atol=1e-10):
+        raise ValueError("h must be symmetric")
     if float(torch.linalg.eigvalsh(h)[0]) <= 0:
-        raise ValueError("H must be positive definite")
+        raise ValueError("h must be positive definite")
     return h
 
 

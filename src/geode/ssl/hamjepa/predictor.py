@@ -28,13 +28,16 @@ from typing import Any
 import torch
 from torch import nn
 
-from geode.core.validation import check_choice, check_int, check_real
+from geode.core.validation import check_choice, check_int, check_real, check_tensor
 
 __all__ = ["HamiltonianPredictor", "MLPPredictor", "SeparablePotential", "leapfrog"]
 
 
 def _check_state(z: Any, state_dim: int) -> None:
-    if not isinstance(z, torch.Tensor) or z.ndim != 2:
+    """A finite (batch, state_dim) tensor; an empty batch is allowed (it maps to an empty batch)."""
+    if not isinstance(z, torch.Tensor):
+        raise TypeError(f"z must be a torch tensor (batch, {state_dim}); got {type(z).__name__}")
+    if z.ndim != 2:
         raise ValueError(f"z must be a 2-D tensor (batch, {state_dim}); got shape {getattr(z, 'shape', None)}")
     if z.shape[1] != state_dim:
         raise ValueError(f"z must have {state_dim} features (q then p); got {z.shape[1]}")
@@ -49,6 +52,9 @@ class SeparablePotential(nn.Module):
 
     The quadratic base (``base_coeff`` :math:`c > 0`) blocks the trivial potential (:math:`\dot p = 0`); the
     residual MLP (``depth`` GELU layers of ``hidden`` units, scalar output) is scaled by ``residual_scale``.
+
+    ``forward`` and ``grad`` take finite points ``q`` of shape (batch, dim); an empty batch gives an empty output
+    (both are per-sample maps).
     """
 
     def __init__(
@@ -66,16 +72,27 @@ class SeparablePotential(nn.Module):
         layers.append(nn.Linear(hidden, 1))
         self.residual = nn.Sequential(*layers)
 
+    def _check_q(self, q: Any) -> None:
+        check_tensor("q", q, shape=(None, self.dim), nonempty=False, floating=True)
+
     def forward(self, q: torch.Tensor) -> torch.Tensor:
         """V(q) per sample: shape (batch,)."""
+        self._check_q(q)
+        return self._value(q)
+
+    def _value(self, q: torch.Tensor) -> torch.Tensor:
         return 0.5 * self.base_coeff * q.square().sum(-1) + self.residual_scale * self.residual(q).squeeze(-1)
 
     def grad(self, q: torch.Tensor) -> torch.Tensor:
         """:math:`\\nabla V(q)` by autograd, differentiable when grad mode is on."""
+        self._check_q(q)
+        return self._grad(q)
+
+    def _grad(self, q: torch.Tensor) -> torch.Tensor:
         create = torch.is_grad_enabled()
         with torch.enable_grad():
             qq = q if q.requires_grad else q.detach().requires_grad_(True)
-            (g,) = torch.autograd.grad(self(qq).sum(), qq, create_graph=create)
+            (g,) = torch.autograd.grad(self._value(qq).sum(), qq, create_graph=create)
         return g
 
 
@@ -87,17 +104,27 @@ def leapfrog(
     ``method="leapfrog"`` is velocity Verlet (symplectic, reversible, second order); ``method="euler"`` is
     explicit Euler (:math:`q' = q + \delta t\,p,\ p' = p - \delta t\,\nabla V(q)`), neither symplectic nor
     reversible, kept as the contrast the tests and the energy-drift check use.
+
+    ``q`` and ``p`` are finite (batch, dim) tensors of one shape (``dim`` = ``potential.dim``); an empty batch gives
+    empty outputs.
     """
+    if not isinstance(potential, SeparablePotential):
+        raise TypeError(f"potential must be a SeparablePotential; got {type(potential).__name__}")
     check_choice("method", method, ("leapfrog", "euler"))
     steps = check_int("steps", steps, low=1)
     dt = check_real("dt", dt)
+    potential._check_q(q)
+    check_tensor("p", p, nonempty=False, floating=True)
+    if p.shape != q.shape:
+        raise ValueError(f"p must have the shape of q {tuple(q.shape)}; got {tuple(p.shape)}")
+    grad = potential._grad  # the inputs are checked once here, not at every step
     for _ in range(steps):
         if method == "leapfrog":
-            p = p - 0.5 * dt * potential.grad(q)
+            p = p - 0.5 * dt * grad(q)
             q = q + dt * p
-            p = p - 0.5 * dt * potential.grad(q)
+            p = p - 0.5 * dt * grad(q)
         else:
-            q, p = q + dt * p, p - dt * potential.grad(q)
+            q, p = q + dt * p, p - dt * grad(q)
     return q, p
 
 
@@ -120,6 +147,9 @@ class HamiltonianPredictor(nn.Module):
         Fixed step size (0.05). The authors reject a learnable step because it collapses to 0.
     method : {"leapfrog", "euler"}
         The integrator; "euler" only as a non-symplectic contrast.
+
+    ``forward`` and ``hamiltonian`` take finite states ``z`` of shape (batch, state_dim); an empty batch gives an
+    empty output (both are per-sample maps).
 
     Examples
     --------
@@ -181,6 +211,8 @@ class MLPPredictor(nn.Module):
     width and depth, but no symplectic (or any Hamiltonian) structure. The authors' ablation script was not
     found; the residual form and the direction input are our choice (so that the bidirectional loss applies
     unchanged and the map starts near the identity, as the leapfrog map with small :math:`\delta t` does).
+
+    ``forward`` takes finite states ``z`` of shape (batch, state_dim); an empty batch gives an empty output.
     """
 
     def __init__(self, state_dim: int, *, hidden: int = 256, depth: int = 2, init_scale: float = 0.05) -> None:

@@ -33,18 +33,15 @@ from typing import Any
 import torch
 from torch import nn
 
+from geode.core.validation import check_positive, check_tensor
+
 __all__ = ["SDRSampler", "SpecAlignLoss", "cf_discrepancy", "info_nce", "rbf_mmd2", "structure_reg"]
 
 
 def _check_pair(a: Any, b: Any, names: tuple[str, str] = ("a", "b")) -> None:
+    """Both 2-D (samples, dim) tensors, non-empty and finite, of one dimension."""
     for n, x in zip(names, (a, b)):
-        if not isinstance(x, torch.Tensor) or x.ndim != 2:
-            raise ValueError(
-                f"{n} must be a 2-D tensor (samples, dim); got {type(x).__name__} "
-                f"with shape {getattr(x, 'shape', None)}"
-            )
-        if x.shape[0] < 1:
-            raise ValueError(f"{n} must hold at least one sample")
+        check_tensor(n, x, ndim=2)
     if a.shape[1] != b.shape[1]:
         raise ValueError(f"{names[0]} and {names[1]} must have the same dimension; got {a.shape[1]} and {b.shape[1]}")
 
@@ -55,9 +52,9 @@ def cf_discrepancy(a: torch.Tensor, b: torch.Tensor, queries: torch.Tensor) -> t
     Parameters
     ----------
     a, b : Tensor of shape (n, k) and (m, k)
-        Two samples (their sizes may differ).
+        Two samples (their sizes may differ; each non-empty and finite).
     queries : Tensor of shape (M, k)
-        Spectral queries :math:`t_m`; must be finite.
+        Spectral queries :math:`t_m`; must be finite and non-empty (M >= 1).
 
     Returns
     -------
@@ -66,10 +63,7 @@ def cf_discrepancy(a: torch.Tensor, b: torch.Tensor, queries: torch.Tensor) -> t
         symmetric in ``a`` and ``b``, at most 4).
     """
     _check_pair(a, b)
-    if not isinstance(queries, torch.Tensor) or queries.ndim != 2 or queries.shape[1] != a.shape[1]:
-        raise ValueError(f"queries must be a (M, {a.shape[1]}) tensor; got shape {getattr(queries, 'shape', None)}")
-    if not bool(torch.isfinite(queries).all()):
-        raise ValueError("queries must be finite")
+    check_tensor("queries", queries, shape=(None, a.shape[1]))
     pa, pb = a @ queries.T, b @ queries.T
     dc = pa.cos().mean(0) - pb.cos().mean(0)
     ds = pa.sin().mean(0) - pb.sin().mean(0)
@@ -79,8 +73,7 @@ def cf_discrepancy(a: torch.Tensor, b: torch.Tensor, queries: torch.Tensor) -> t
 def rbf_mmd2(a: torch.Tensor, b: torch.Tensor, bandwidth: float = 1.0) -> torch.Tensor:
     r"""Biased (V-statistic) MMD² with the RBF kernel exp(−‖x − y‖² / 2σ²), σ = ``bandwidth``."""
     _check_pair(a, b)
-    if not (isinstance(bandwidth, (int, float)) and math.isfinite(bandwidth) and bandwidth > 0):
-        raise ValueError(f"bandwidth must be a positive number; got {bandwidth!r}")
+    check_positive("bandwidth", bandwidth)
 
     def k(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return torch.exp(-torch.cdist(x, y).square() / (2 * bandwidth**2)).mean()
@@ -93,8 +86,7 @@ def info_nce(a: torch.Tensor, b: torch.Tensor, temperature: float = 0.1) -> torc
     _check_pair(a, b)
     if a.shape[0] != b.shape[0]:
         raise ValueError(f"a and b must be paired (same number of rows); got {a.shape[0]} and {b.shape[0]}")
-    if not temperature > 0:
-        raise ValueError(f"temperature must be > 0; got {temperature!r}")
+    check_positive("temperature", temperature)
     logits = nn.functional.normalize(a, dim=1) @ nn.functional.normalize(b, dim=1).T / temperature
     target = torch.arange(a.shape[0])
     return 0.5 * (nn.functional.cross_entropy(logits, target) + nn.functional.cross_entropy(logits.T, target))
@@ -105,10 +97,14 @@ def structure_reg(x: torch.Tensor, z: torch.Tensor, temperature: float = 0.1) ->
 
     Row-softmax of cosine similarities (self excluded) at ``temperature`` in the input space :math:`P` and in the
     projected space :math:`Q`; returns :math:`\operatorname{mean}_i KL(P_i \| Q_i)`. A single-scale reading of
-    STRUCTURE's multi-scale neighbourhood preservation (inferred).
+    STRUCTURE's multi-scale neighbourhood preservation (inferred). ``x`` (n, k) and ``z`` (n, k') must be finite,
+    non-empty and paired by rows; ``temperature`` > 0.
     """
-    if x.ndim != 2 or z.ndim != 2 or x.shape[0] != z.shape[0]:
+    check_tensor("x", x, ndim=2)
+    check_tensor("z", z, ndim=2)
+    if x.shape[0] != z.shape[0]:
         raise ValueError(f"x and z must be 2-D with the same number of rows; got {tuple(x.shape)}, {tuple(z.shape)}")
+    check_positive("temperature", temperature)
     eye = torch.eye(x.shape[0], dtype=torch.bool)
 
     def logp(v: torch.Tensor) -> torch.Tensor:
@@ -151,9 +147,13 @@ class SDRSampler(nn.Module):
         super().__init__()
         if not isinstance(dim, int) or dim < 1:
             raise ValueError(f"dim must be a positive int; got {dim!r}")
-        scales = tuple(float(s) for s in scales)
-        if not scales or not all(math.isfinite(s) and s > 0 for s in scales):
-            raise ValueError(f"scales must be a non-empty sequence of positive numbers; got {scales!r}")
+        try:
+            scales = tuple(scales)
+        except TypeError:
+            raise TypeError(f"scales must be a sequence of positive numbers; got {type(scales).__name__}") from None
+        if not scales:
+            raise ValueError("scales must be a non-empty sequence of positive numbers; got ()")
+        scales = tuple(check_positive(f"scales[{i}]", s) for i, s in enumerate(scales))
         if not isinstance(n_queries, int) or n_queries < len(scales):
             raise ValueError(f"n_queries must be an int >= len(scales) = {len(scales)}; got {n_queries!r}")
         g = torch.Generator().manual_seed(seed)
