@@ -23,11 +23,13 @@ entropy effective rank of :func:`geode.core.effective_rank`.
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import numpy as np
 
 from geode.core import effective_rank
+from geode.core.validation import check_array, check_int, check_real
 
 __all__ = ["grid_walk", "low_rank_error", "sr_spectrum", "successor_representation"]
 
@@ -41,6 +43,8 @@ def _check_k(k: Any) -> int:
 
 
 def _check_discount(discount: Any) -> float:
+    if isinstance(discount, bool) or not isinstance(discount, numbers.Real):
+        raise TypeError(f"discount must be a real number in (0, 1); got {type(discount).__name__} {discount!r}")
     g = float(discount)
     if not np.isfinite(g) or not 0.0 < g < 1.0:
         raise ValueError(f"discount must lie in the open interval (0, 1); got {discount!r}")
@@ -66,10 +70,10 @@ def grid_walk(height: int, width: int, obstacles: float = 0.0, seed: int = 0) ->
     cells : ndarray, shape (n, 2)
         Coordinates of the free cells.
     """
-    if int(height) < 2 or int(width) < 2:
-        raise ValueError(f"height and width must be >= 2; got {height!r}, {width!r}")
-    if not 0.0 <= float(obstacles) < 0.5:
-        raise ValueError(f"obstacles must lie in [0, 0.5); got {obstacles!r}")
+    height = check_int("height", height, low=2)
+    width = check_int("width", width, low=2)
+    obstacles = check_real("obstacles", obstacles, low=0.0, high=0.5, high_inclusive=False)
+    seed = check_int("seed", seed, low=0)
     rng = np.random.default_rng(seed)
     free = np.ones((height, width), bool)
     n_block = int(round(obstacles * height * width))
@@ -108,11 +112,11 @@ def successor_representation(p: Any, discount: float, k: int = 1, *, include_cur
     """
     k = _check_k(k)
     g = _check_discount(discount)
-    p = np.asarray(p, dtype=float)
+    p = check_array("p", p, ndim=(2, 3))
     if p.ndim == 2:
         p = p[None]
-    if p.ndim != 3 or p.shape[1] != p.shape[2]:
-        raise ValueError(f"p must have shape (n, n) or (A, n, n); got {p.shape}")
+    if p.shape[1] != p.shape[2] or 0 in p.shape:
+        raise ValueError(f"p must have shape (n, n) or (A, n, n) with A, n >= 1; got {p.shape}")
     if not np.allclose(p.sum(-1), 1.0) or (p < 0).any():
         raise ValueError("p must be row-stochastic (non-negative rows summing to 1)")
     macro = np.mean([np.linalg.matrix_power(pa, k) for pa in p], axis=0)
@@ -121,10 +125,23 @@ def successor_representation(p: Any, discount: float, k: int = 1, *, include_cur
     return sr if include_current else macro @ sr
 
 
+def _check_sr(sr: Any) -> np.ndarray:
+    """``sr`` as a finite, non-empty, not all-zero 2-D float array (checked before any SVD: NaN can hang it)."""
+    sr = check_array("sr", sr, ndim=2)
+    if 0 in sr.shape:
+        raise ValueError(f"sr must be a non-empty matrix; got shape {sr.shape}")
+    if not np.any(sr):
+        raise ValueError("sr must not be all zeros (its relative errors are 0/0)")
+    return sr
+
+
 def low_rank_error(sr: np.ndarray, d: int) -> float:
-    r"""Relative Frobenius error :math:`\|\Psi - \Psi_d\|_F / \|\Psi\|_F` of the best rank-``d`` approximation."""
-    if int(d) < 1:
-        raise ValueError(f"d must be >= 1; got {d!r}")
+    r"""Relative Frobenius error :math:`\|\Psi - \Psi_d\|_F / \|\Psi\|_F` of the best rank-``d`` approximation.
+
+    ``sr`` is a finite, non-empty, not all-zero matrix; ``d`` an integer >= 1 (``d >= min(sr.shape)`` gives 0).
+    """
+    sr = _check_sr(sr)
+    d = check_int("d", d, low=1)
     s = np.linalg.svd(sr, compute_uv=False)
     return float(np.sqrt((s[d:] ** 2).sum() / (s**2).sum()))
 
@@ -136,13 +153,30 @@ def sr_spectrum(sr: np.ndarray, d: int, rewards: np.ndarray | None = None) -> di
     also ``value_error`` (mean over columns of :math:`\|(\Psi-\Psi_d)r\|/\|\Psi r\|`) and
     ``bound_slack`` (the minimum over columns of :math:`\sigma_{d+1}\|r\| - \|(\Psi-\Psi_d)r\|`, >= 0 when
     the bound holds).
+
+    ``sr`` is a finite, non-empty, not all-zero matrix (square when ``rewards`` are given), ``d`` an integer
+    >= 1 (< ``n`` with ``rewards``: the bound uses :math:`\sigma_{d+1}`); ``rewards`` is finite, of shape (n,)
+    or (n, m) with m >= 1, and no column may have a zero value :math:`\Psi r` (its relative error is 0/0).
     """
+    sr = _check_sr(sr)
+    d = check_int("d", d, low=1)
+    if rewards is not None:
+        n = sr.shape[0]
+        if sr.shape[1] != n:
+            raise ValueError(f"sr must be square (n, n) when rewards are given; got shape {sr.shape}")
+        if d >= n:
+            raise ValueError(f"d must be < n = {n} when rewards are given (the bound uses sigma_(d+1)); got {d}")
+        rewards = check_array("rewards", rewards, ndim=(1, 2))
+        if rewards.shape[0] != n or rewards.size == 0:
+            raise ValueError(f"rewards must have shape (n,) or (n, m) with n = {n}, m >= 1; got {rewards.shape}")
     u, s, vt = np.linalg.svd(sr)
     out = {"effective_rank": float(effective_rank(sr)), "rank_d_error": low_rank_error(sr, d)}
     if rewards is not None:
-        r = np.asarray(rewards, float).reshape(sr.shape[0], -1)
+        r = rewards.reshape(sr.shape[0], -1)
         approx = (u[:, :d] * s[:d]) @ vt[:d]
         v, dv = sr @ r, (sr - approx) @ r
+        if not np.all(np.linalg.norm(v, axis=0) > 0):
+            raise ValueError("rewards must have no column r with a zero value sr @ r (its relative error is 0/0)")
         err = np.linalg.norm(dv, axis=0)
         out["value_error"] = float(np.mean(err / np.linalg.norm(v, axis=0)))
         out["bound_slack"] = float(np.min(s[d] * np.linalg.norm(r, axis=0) - err))
