@@ -39,7 +39,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from geode.core.validation import check_int, check_positive
+from geode.core.validation import check_array, check_int, check_positive
 
 __all__ = ["FisherEstimate", "OnlineFisher", "fisher_from_samples"]
 
@@ -143,8 +143,9 @@ class OnlineFisher:
 
         With ``clip``, an increment whose Mahalanobis norm under the estimate of the last refresh exceeds
         ``clip`` :math:`\sqrt d` is shrunk to that norm first (after the warm-up; see the class docstring).
+        ``u`` must be finite, of the estimate's shape ``(..., d)`` (a ``ValueError`` naming it otherwise).
         """
-        u = np.asarray(u, dtype=float)
+        u = check_array("u", u, shape=est.scatter.shape[:-1])  # finite, one increment per chain
         d = est.scatter.shape[-1]
         if self.clip is not None and est.count >= self.warmup_steps(d) and est.count > 0:
             # |u|^2_{S^-1} = (n+1) |R^T u|^2 with R R^T = F^{-1} and S = F / (n + 1) at the last refresh
@@ -226,6 +227,11 @@ def _inverse_factor(F: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def fisher_from_samples(scores: Any) -> np.ndarray:
-    """Monte Carlo Fisher information :math:`\\frac1N \\sum_i s_i s_i^\\top` from scores of shape (N, d)."""
-    s = np.asarray(scores, dtype=float)
+    """Monte Carlo Fisher information :math:`\\frac1N \\sum_i s_i s_i^\\top` from scores of shape (N, d).
+
+    ``scores`` must be finite, with at least one row and one column (a ``ValueError`` naming it otherwise).
+    """
+    s = check_array("scores", scores, ndim=2, min_rows=1)
+    if s.shape[1] < 1:
+        raise ValueError(f"scores must have at least one coordinate; got shape {s.shape}")
     return s.T @ s / s.shape[0]

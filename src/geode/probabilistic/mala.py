@@ -41,7 +41,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from geode.core.validation import check_array, check_positive, check_probability
+from geode.core.validation import check_array, check_int, check_positive, check_probability
 from geode.probabilistic.fisher import FisherEstimate, OnlineFisher
 
 __all__ = ["MALA", "FisherMALA", "FisherMALAState", "MALAInfo", "MALAState"]
@@ -115,7 +115,18 @@ def _check_position(position: Any) -> np.ndarray:
     x = check_array("position", position, ndim=(1, 2))
     if x.shape[-1] < 1:
         raise ValueError(f"position must have at least one coordinate; got shape {x.shape}")
+    if x.ndim == 2 and x.shape[0] < 1:
+        raise ValueError(f"position must hold at least one chain; got shape {x.shape}")
     return x
+
+
+def _fisher_estimator(damping: Any, refresh_every: Any, fisher_warmup: Any, fisher_clip: Any) -> OnlineFisher:
+    """The kernels' :class:`OnlineFisher`, its options checked under the kernels' own argument names."""
+    if fisher_warmup is not None:
+        check_int("fisher_warmup", fisher_warmup, low=0)
+    if fisher_clip is not None:
+        check_positive("fisher_clip", fisher_clip)
+    return OnlineFisher(damping, refresh_every, warmup=fisher_warmup, clip=fisher_clip)
 
 
 def _col(a: Any) -> Any:
@@ -306,7 +317,7 @@ class FisherMALA:
         self.log_prob = _check_callable("log_prob", log_prob)
         self.grad_log_prob = _check_callable("grad_log_prob", grad_log_prob)
         self.step_size = check_positive("step_size", step_size)
-        self.estimator = OnlineFisher(damping, refresh_every, warmup=fisher_warmup, clip=fisher_clip)
+        self.estimator = _fisher_estimator(damping, refresh_every, fisher_warmup, fisher_clip)
         self.target_accept = check_probability("target_accept", target_accept, open_interval=True)
         self.adapt_step_size = bool(adapt_step_size)
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from geode.core.random import as_generator
-from geode.core.validation import check_int
+from geode.core.validation import check_array, check_int
 
 __all__ = ["SampleResult", "sample"]
 
@@ -97,7 +97,8 @@ def sample(
     kernel : object with ``init(position)`` and ``step(rng, state)``
         E.g. :class:`~geode.probabilistic.MALA`, :class:`~geode.probabilistic.SRMC`.
     x0 : array_like or state
-        Initial position(s), shape (d,) or (c, d) for c chains, or a state from ``kernel.init``.
+        Initial position(s), shape (d,) or (c, d) for c chains (finite, non-empty), or a state from
+        ``kernel.init``.
     n_steps : int
         Number of kept steps (>= 1).
     seed : int or numpy Generator
@@ -127,6 +128,10 @@ def sample(
     burn_in = check_int("burn_in", burn_in, low=0)
     if record_every is not None:
         record_every = check_int("record_every", record_every, low=1)
+    if not hasattr(x0, "position"):  # positions, not a state: checked here under their own name
+        x = check_array("x0", x0, ndim=(1, 2))
+        if x.size == 0:
+            raise ValueError(f"x0 must hold at least one chain and one coordinate; got shape {x.shape}")
     rng = as_generator(seed)
     state = x0 if hasattr(x0, "position") else kernel.init(x0)
     shape = np.shape(state.position)

@@ -51,13 +51,14 @@ from geode.core.validation import (
     check_probability,
     check_real,
 )
-from geode.probabilistic.fisher import FisherEstimate, OnlineFisher
+from geode.probabilistic.fisher import FisherEstimate
 from geode.probabilistic.mala import (
     _accept,
     _adapt_step_size,
     _check_callable,
     _check_position,
     _evaluate,
+    _fisher_estimator,
     _log_q_ratio,
     _propose,
     _select,
@@ -215,7 +216,7 @@ class SRMC:
         self.alpha_warmup = check_int("alpha_warmup", alpha_warmup, low=0)
         if self.alpha_schedule == "linear" and self.alpha_warmup == 0:
             raise ValueError('alpha_schedule="linear" needs alpha_warmup >= 1 (the length of the ramp)')
-        self.estimator = OnlineFisher(damping, refresh_every, warmup=fisher_warmup, clip=fisher_clip)
+        self.estimator = _fisher_estimator(damping, refresh_every, fisher_warmup, fisher_clip)
         self.target_accept = check_probability("target_accept", target_accept, open_interval=True)
         self.adapt_step_size = bool(adapt_step_size)
 

@@ -41,10 +41,16 @@ def _softplus(z: np.ndarray) -> np.ndarray:
     return np.maximum(z, 0.0) + np.log1p(np.exp(-np.abs(z)))
 
 
-def _check_x(x: Any, dim: int) -> np.ndarray:
-    arr = np.asarray(x, dtype=float)
+def _check_x(x: Any, dim: int, name: str = "x") -> np.ndarray:
+    """Positions of shape (..., dim). Not checked for finiteness: see the targets' class docstrings."""
+    try:
+        arr = np.asarray(x, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"{name} must be array-like of float64 with shape (..., {dim}); got {type(x).__name__}"
+        ) from exc
     if arr.ndim == 0 or arr.shape[-1] != dim:
-        raise ValueError(f"x must have shape (..., {dim}); got {arr.shape}")
+        raise ValueError(f"{name} must have shape (..., {dim}); got {arr.shape}")
     return arr
 
 
@@ -60,6 +66,12 @@ class GaussianTarget:
 
     with the precision :math:`P = \Sigma^{-1}`.
 
+    ``log_prob``, ``grad_log_prob`` and ``hvp`` take positions of shape ``(..., d)`` (any batch, an empty one
+    gives an empty result) and do not check them for finiteness: NaN in, NaN out (and an infinite position
+    gives a non-finite value). They are the samplers' inner loop, and the kernels treat a NaN log density at
+    a proposal as a divergence (rejected and flagged in ``info.is_divergent``); the initial position is
+    checked by ``kernel.init``.
+
     Parameters
     ----------
     mean : array_like, shape (d,)
@@ -73,7 +85,7 @@ class GaussianTarget:
     _chol: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        mean = check_array("mean", self.mean, ndim=1)
+        mean = check_array("mean", self.mean, ndim=1, min_rows=1)
         d = mean.shape[0]
         cov = check_array("cov", self.cov, shape=(d, d))
         if not np.allclose(cov, cov.T, rtol=1e-10, atol=1e-12 * np.abs(cov).max()):
@@ -104,6 +116,12 @@ class GaussianTarget:
         return self.precision
 
     def log_prob(self, x: Any) -> Any:
+        r""":math:`\log \pi(x)` up to a constant, ``x`` of shape ``(..., d)`` -> ``(...)``.
+
+        ``x`` of another last axis or not numeric raises a ``ValueError``/``TypeError`` naming it. Not checked
+        for finiteness (the samplers' hot path): a NaN or infinite position gives a NaN or -inf log density,
+        which the kernels reject as a divergence; an empty batch gives an empty result.
+        """
         z = _check_x(x, self.dim) - self.mean
         return -0.5 * np.einsum("...i,...i->...", z @ self.precision, z)
 
@@ -112,7 +130,7 @@ class GaussianTarget:
 
     def hvp(self, x: Any, v: Any) -> np.ndarray:
         _check_x(x, self.dim)
-        return -(_check_x(v, self.dim) @ self.precision)
+        return -(_check_x(v, self.dim, "v") @ self.precision)
 
     def sample(self, seed: int | np.random.Generator | None, n: int) -> np.ndarray:
         """``n`` exact draws, shape (n, d)."""
@@ -180,6 +198,12 @@ class LogisticRegressionTarget:
         :math:`\sigma_0 > 0`.
     name : str
         Label for reports.
+
+    Notes
+    -----
+    As for :class:`GaussianTarget`, ``log_prob``, ``grad_log_prob`` and ``hvp`` take ``beta`` of shape
+    ``(..., d)`` (an empty batch gives an empty result) and do not check it for finiteness: NaN in, NaN out.
+    They are the samplers' inner loop, and the kernels treat a NaN log density at a proposal as a divergence.
     """
 
     X: np.ndarray
@@ -201,18 +225,24 @@ class LogisticRegressionTarget:
         return int(self.X.shape[1])
 
     def log_prob(self, beta: Any) -> Any:
-        b = _check_x(beta, self.dim)
+        r""":math:`\log \pi(\beta)` up to a constant, ``beta`` of shape ``(..., d)`` -> ``(...)``.
+
+        ``beta`` of another last axis or not numeric raises a ``ValueError``/``TypeError`` naming it. Not
+        checked for finiteness (the samplers' hot path): a NaN or infinite ``beta`` gives a non-finite log
+        density, which the kernels reject as a divergence; an empty batch gives an empty result.
+        """
+        b = _check_x(beta, self.dim, "beta")
         z = b @ self.X.T  # (..., n)
         ll = z @ self.y - np.sum(_softplus(z), axis=-1)
         return ll - 0.5 * np.sum(b * b, axis=-1) / self.prior_scale**2
 
     def grad_log_prob(self, beta: Any) -> np.ndarray:
-        b = _check_x(beta, self.dim)
+        b = _check_x(beta, self.dim, "beta")
         return (self.y - _sigmoid(b @ self.X.T)) @ self.X - b / self.prior_scale**2
 
     def hvp(self, beta: Any, v: Any) -> np.ndarray:
-        b = _check_x(beta, self.dim)
-        v = _check_x(v, self.dim)
+        b = _check_x(beta, self.dim, "beta")
+        v = _check_x(v, self.dim, "v")
         p = _sigmoid(b @ self.X.T)
         return -((p * (1.0 - p) * (v @ self.X.T)) @ self.X) - v / self.prior_scale**2
 

@@ -10,6 +10,7 @@ the quadrature basis at the bin centres and :math:`K` the loss + electronic-nois
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,8 +18,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from geode.core.validation import check_array, check_positive, check_tensor
 from geode.probabilistic.neural_qst.sliced import uniform_directions
-from geode.probabilistic.neural_qst.states import HomodyneData, QuadratureGrid
+from geode.probabilistic.neural_qst.states import HomodyneData, QuadratureGrid, _check_phases, _check_state
 
 __all__ = [
     "MaxSlicedW1Loss",
@@ -33,12 +35,33 @@ __all__ = [
 _EPS = 1e-9
 
 
+def _whole(name: str, value: Any, low: int) -> int:
+    """``value`` as an int >= ``low`` (an integral float such as 3.0 is accepted), else raise naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be an integer >= {low}; got {type(value).__name__} {value!r}")
+    if not math.isfinite(value) or int(value) != value or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}; got {value!r}")
+    return int(value)
+
+
+def _check_grid(grid: Any) -> QuadratureGrid:
+    if not isinstance(grid, QuadratureGrid):
+        raise TypeError(f"grid must be a QuadratureGrid; got {type(grid).__name__}")
+    return grid
+
+
 class MeasurementModel:
-    """Torch form of the measurement model for a cutoff, the phase settings and a grid (complex128)."""
+    """Torch form of the measurement model for a cutoff, the phase settings and a grid (complex128).
+
+    ``grid`` is a :class:`QuadratureGrid`, ``cutoff`` an integer >= 1 (Fock levels per mode) and ``phases`` a
+    finite float array of shape ``(n_settings, 2)``, ``n_settings >= 1`` (a ``ValueError``/``TypeError``
+    naming the argument otherwise).
+    """
 
     def __init__(self, grid: QuadratureGrid, cutoff: int, phases: np.ndarray) -> None:
-        self.grid = grid
-        self.cutoff = int(cutoff)
+        self.grid = _check_grid(grid)
+        self.cutoff = _whole("cutoff", cutoff, 1)
+        phases = _check_phases(phases)
         self.dim = self.cutoff**2
         self.G = int(grid.n_bins)
         self.B = torch.as_tensor(grid.basis(self.cutoff, phases))  # (K, G^2, D) complex128
@@ -81,14 +104,18 @@ class MaxSlicedW1Loss:
 
     with :math:`y_b` the bin centres. The positions never move, so the merge order of each (setting,
     direction) is computed once; a call is a gather, a running sum and a dot product.
+
+    ``samples`` is a finite float array of shape ``(n_settings, shots, 2)`` with at least one setting and one
+    shot; a call takes ``probs``, a finite floating tensor of shape ``(n_settings, n_bins**2)`` (the model's
+    measured bin probabilities). Anything else raises a ``ValueError``/``TypeError`` naming the argument.
     """
 
     def __init__(self, grid: QuadratureGrid, samples: np.ndarray, n_directions: int = 16) -> None:
-        samples = np.asarray(samples, dtype=float)
-        if samples.ndim != 3 or samples.shape[2] != 2:
-            raise ValueError(f"samples must have shape (n_settings, shots, 2); got {samples.shape}")
-        if int(n_directions) != n_directions or n_directions < 1:
-            raise ValueError(f"n_directions must be a positive integer; got {n_directions!r}")
+        grid = _check_grid(grid)
+        samples = check_array("samples", samples, ndim=3)
+        if samples.shape[0] < 1 or samples.shape[1] < 1 or samples.shape[2] != 2:
+            raise ValueError(f"samples must have shape (n_settings >= 1, shots >= 1, 2); got {samples.shape}")
+        n_directions = _whole("n_directions", n_directions, 1)
         U = uniform_directions(int(n_directions), 2)  # (2, P)
         gz = grid.points() @ U  # (G^2, P)
         sz = samples @ U  # (K, S, P)
@@ -99,16 +126,28 @@ class MaxSlicedW1Loss:
         self.gaps = torch.as_tensor(np.diff(np.take_along_axis(z, order, -1), axis=-1))
         self.data_w = torch.full((K, int(n_directions), S), -1.0 / S, dtype=torch.float64)
         self.directions = U
+        self.n_bins2 = int(gz.shape[0])
 
-    def per_direction(self, probs: torch.Tensor) -> torch.Tensor:
-        """:math:`W_1` per setting and direction, shape (K, P)."""
+    def _check_probs(self, probs: Any) -> torch.Tensor:
+        K = self.order.shape[0]
+        return check_tensor("probs", probs, shape=(K, self.n_bins2), floating=True)
+
+    def _per_direction(self, probs: torch.Tensor) -> torch.Tensor:
         K, P, _ = self.order.shape
         w = torch.cat([probs[:, None, :].expand(K, P, probs.shape[-1]), self.data_w], dim=-1)
         c = torch.cumsum(torch.gather(w, -1, self.order), dim=-1)
         return (c[..., :-1].abs() * self.gaps).sum(-1)
 
+    def _value(self, probs: torch.Tensor) -> torch.Tensor:
+        """The loss without the input check (``fit_neural``'s loop, where a NaN flags a divergence)."""
+        return self._per_direction(probs).max(-1).values.mean()
+
+    def per_direction(self, probs: torch.Tensor) -> torch.Tensor:
+        """:math:`W_1` per setting and direction, shape (K, P)."""
+        return self._per_direction(self._check_probs(probs))
+
     def __call__(self, probs: torch.Tensor) -> torch.Tensor:
-        return self.per_direction(probs).max(-1).values.mean()
+        return self._value(self._check_probs(probs))
 
 
 class NeuralWavefunction(nn.Module):
@@ -173,6 +212,29 @@ def _checkpoints(steps: int, n: int) -> set[int]:
     return {int(round(s)) for s in np.linspace(0, steps, n + 1)}
 
 
+def _check_fit(
+    model: Any, train: Any, val: Any, psi_true: Any, n_checkpoints: Any, *, val_optional: bool = False
+) -> torch.Tensor | None:
+    """Validate the arguments the three fits share; return ``psi_true`` as a complex tensor (or ``None``)."""
+    if not isinstance(model, MeasurementModel):
+        raise TypeError(f"model must be a MeasurementModel; got {type(model).__name__}")
+    want = (model.n_settings, model.G * model.G)
+    for name, data in (("train", train), ("val", val)):
+        if data is None and name == "val" and val_optional:
+            continue
+        if not isinstance(data, HomodyneData):
+            raise TypeError(f"{name} must be HomodyneData; got {type(data).__name__}")
+        if tuple(data.counts.shape) != want:
+            raise ValueError(
+                f"{name} must be measured at the model's {want[0]} phase settings on its {model.G}x{model.G} bins: "
+                f"counts of shape {want}; got {tuple(data.counts.shape)}"
+            )
+    _whole("n_checkpoints", n_checkpoints, 1)
+    if psi_true is None:
+        return None
+    return torch.as_tensor(_check_state(psi_true, model.cutoff, "psi_true"))
+
+
 def fit_neural(
     model: MeasurementModel,
     train: HomodyneData,
@@ -192,19 +254,24 @@ def fit_neural(
 
     ``psi_true`` only records the fidelity curve (never used for selection); ``val`` gives the held-out NLL
     every method is selected on.
+
+    ``train`` and ``val`` must be measured at the model's settings and bins, ``lr`` a finite number > 0,
+    ``steps`` an integer >= 0 and ``psi_true`` (if given) a finite normalised state of ``model.cutoff**2``
+    amplitudes; a ``ValueError``/``TypeError`` naming the argument otherwise. A run whose loss turns NaN
+    (too large an ``lr``) stops and is flagged ``diverged``.
     """
     if loss not in ("msw1", "nll"):
         raise ValueError(f"loss must be 'msw1' or 'nll'; got {loss!r}")
-    if int(steps) != steps or steps < 0:
-        raise ValueError(f"steps must be a non-negative integer; got {steps!r}")
-    if not lr > 0:
-        raise ValueError(f"lr must be > 0; got {lr!r}")
+    _whole("steps", steps, 0)
+    check_positive("lr", lr)
+    truth = _check_fit(model, train, val, psi_true, n_checkpoints)
     net = NeuralWavefunction(model.dim, width, depth, seed=seed)
     counts = torch.as_tensor(train.counts)
     objective = (
-        MaxSlicedW1Loss(model.grid, train.samples, n_directions) if loss == "msw1" else (lambda p: nll(p, counts))
+        MaxSlicedW1Loss(model.grid, train.samples, n_directions)._value
+        if loss == "msw1"
+        else (lambda p: nll(p, counts))
     )
-    truth = None if psi_true is None else torch.as_tensor(np.asarray(psi_true, dtype=complex).reshape(-1))
     opt = torch.optim.Adam(net.parameters(), lr=lr)
     res = QSTResult(estimate=np.empty(0), val_nll=math.nan, params=dict(lr=lr, loss=loss))
     marks = _checkpoints(int(steps), n_checkpoints)
@@ -247,7 +314,13 @@ def fit_cholesky(
     r"""Cholesky GD-QST: :math:`\rho = TT^\dagger/\mathrm{tr}(TT^\dagger)`, :math:`T` lower triangular.
 
     Adam on the binned NLL (Gaikwad et al. 2025); :math:`T` starts at the identity plus 0.01 noise.
+
+    The arguments are checked as in :func:`fit_neural` (``lr`` a finite number > 0, ``steps`` an integer >= 0,
+    ``psi_true`` a finite normalised state of ``model.cutoff**2`` amplitudes).
     """
+    _whole("steps", steps, 0)
+    check_positive("lr", lr)
+    truth = _check_fit(model, train, val, psi_true, n_checkpoints)
     D = model.dim
     g = torch.Generator().manual_seed(int(seed))
     mask = torch.tril(torch.ones(D, D, dtype=torch.float64))
@@ -256,7 +329,6 @@ def fit_cholesky(
     ).requires_grad_()
     im = (0.01 * torch.randn(D, D, generator=g, dtype=torch.float64)).requires_grad_()
     counts = torch.as_tensor(train.counts)
-    truth = None if psi_true is None else torch.as_tensor(np.asarray(psi_true, dtype=complex).reshape(-1))
     opt = torch.optim.Adam([re, im], lr=lr)
     res = QSTResult(estimate=np.empty(0), val_nll=math.nan, params=dict(lr=lr))
     marks = _checkpoints(int(steps), n_checkpoints)
@@ -305,17 +377,21 @@ def imle(
     :math:`R = \frac1N\sum_{k,b} \frac{f_{k,b}}{p_{k,b}(\rho)}\Pi_{k,b}`, with :math:`\Pi_{k,b}` the loss- and
     noise-aware POVM of bin :math:`b` at setting :math:`k`; ``dilution`` :math:`\epsilon` (``inf`` gives the
     undiluted :math:`R\rho R`). Starts from the maximally mixed state.
+
+    ``dilution`` must be a number > 0 (``inf`` allowed, as above; NaN is not), ``iterations`` an integer >= 0,
+    ``psi_true`` (if given) a finite normalised state of ``model.cutoff**2`` amplitudes; ``val`` may be ``None``.
     """
-    if int(iterations) != iterations or iterations < 0:
-        raise ValueError(f"iterations must be a non-negative integer; got {iterations!r}")
+    _whole("iterations", iterations, 0)
+    if isinstance(dilution, bool) or not isinstance(dilution, numbers.Real):
+        raise TypeError(f"dilution must be a number > 0 (or inf); got {type(dilution).__name__} {dilution!r}")
     if not dilution > 0:
-        raise ValueError(f"dilution must be > 0; got {dilution!r}")
+        raise ValueError(f"dilution must be > 0 (or inf for the undiluted R rho R); got {dilution!r}")
+    truth = _check_fit(model, train, val, psi_true, n_checkpoints, val_optional=True)
     D = model.dim
     counts = torch.as_tensor(train.counts)
     ntot = counts.sum()
     eye = torch.eye(D, dtype=torch.complex128)
     rho = eye / D
-    truth = None if psi_true is None else torch.as_tensor(np.asarray(psi_true, dtype=complex).reshape(-1))
     res = QSTResult(estimate=np.empty(0), val_nll=math.nan, params=dict(dilution=dilution))
     marks = _checkpoints(int(iterations), n_checkpoints)
     with torch.no_grad():

@@ -13,11 +13,16 @@ same kernel turns any state's ideal density into the measured one (and is the PO
 
 from __future__ import annotations
 
+import cmath
 import math
+import numbers
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.special import ndtr
+
+from geode.core.validation import check_array, check_real
 
 __all__ = [
     "HomodyneData",
@@ -34,10 +39,13 @@ def hermite_functions(cutoff: int, x: np.ndarray) -> np.ndarray:
 
     :math:`\varphi_0 = \pi^{-1/4}e^{-x^2/2}`, :math:`\varphi_{n+1} = \sqrt{2/(n+1)}\,x\varphi_n -
     \sqrt{n/(n+1)}\,\varphi_{n-1}`.
+
+    ``x`` is a finite scalar or 1-D array (a ``ValueError`` naming it otherwise); an empty ``x`` gives an
+    empty ``(cutoff, 0)`` table.
     """
     if int(cutoff) != cutoff or cutoff < 1:
         raise ValueError(f"cutoff must be a positive integer; got {cutoff!r}")
-    x = np.asarray(x, dtype=float)
+    x = check_array("x", x, ndim=(0, 1))
     out = np.empty((int(cutoff), x.size))
     out[0] = math.pi**-0.25 * np.exp(-(x**2) / 2)
     if cutoff > 1:
@@ -47,13 +55,26 @@ def hermite_functions(cutoff: int, x: np.ndarray) -> np.ndarray:
     return out
 
 
-def _check_state(psi: np.ndarray, cutoff: int | None = None) -> np.ndarray:
-    psi = np.asarray(psi, dtype=complex).reshape(-1)
+def _as_amplitudes(psi: Any, name: str = "psi") -> np.ndarray:
+    """``psi`` as a finite complex array of amplitudes: a vector, or the (cutoff, cutoff) table :math:`c_{nm}`."""
+    try:
+        arr = np.asarray(psi, dtype=complex)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be an array of complex amplitudes; got {type(psi).__name__}") from exc
+    if arr.ndim not in (1, 2):
+        raise ValueError(f"{name} must be a state vector (1-D, or the 2-D table c_nm); got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must contain only finite values (found NaN or inf)")
+    return arr
+
+
+def _check_state(psi: np.ndarray, cutoff: int | None = None, name: str = "psi") -> np.ndarray:
+    psi = _as_amplitudes(psi, name).reshape(-1)
     if cutoff is not None and psi.size != cutoff**2:
-        raise ValueError(f"psi must have cutoff**2 = {cutoff**2} amplitudes; got {psi.size}")
+        raise ValueError(f"{name} must have cutoff**2 = {cutoff**2} amplitudes; got {psi.size}")
     norm = np.linalg.norm(psi)
     if not np.isfinite(norm) or abs(norm - 1.0) > 1e-6:
-        raise ValueError(f"psi must be normalised (||psi|| = 1); got ||psi|| = {norm:.6g}")
+        raise ValueError(f"{name} must be normalised (||{name}|| = 1); got ||{name}|| = {norm:.6g}")
     return psi
 
 
@@ -61,8 +82,12 @@ def two_mode_cat(alpha: float, cutoff: int, parity: int = 1) -> np.ndarray:
     r"""The two-mode cat :math:`\propto |\alpha,\alpha\rangle + (-1)^{k}|-\alpha,-\alpha\rangle` in a Fock cutoff.
 
     Returns the normalised amplitudes :math:`c_{nm}` flattened to ``cutoff**2`` (row index :math:`n`).
-    ``parity=1`` is the even cat (+), ``-1`` the odd one.
+    ``parity=1`` is the even cat (+), ``-1`` the odd one. ``alpha`` is a finite real or complex number.
     """
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Complex):
+        raise TypeError(f"alpha must be a real or complex number; got {type(alpha).__name__} {alpha!r}")
+    if not cmath.isfinite(complex(alpha)):
+        raise ValueError(f"alpha must be finite; got {alpha!r}")
     if int(cutoff) != cutoff or cutoff < 2:
         raise ValueError(f"cutoff must be an integer >= 2; got {cutoff!r}")
     if parity not in (1, -1):
@@ -83,16 +108,16 @@ def fidelity(psi_true: np.ndarray, estimate: np.ndarray) -> float:
     r"""Fidelity :math:`\langle\psi|\hat\rho|\psi\rangle` of a pure target with a pure state or density matrix.
 
     ``estimate`` is a state vector (:math:`|\langle\psi|\hat\psi\rangle|^2`) or a density matrix
-    (Hermitian, unit trace). Both must be normalised; a state with itself gives 1.
+    (Hermitian, unit trace). Both must be normalised and finite; a state with itself gives 1.
     """
-    psi = _check_state(psi_true)
-    est = np.asarray(estimate, dtype=complex)
+    psi = _check_state(psi_true, name="psi_true")
+    est = _as_amplitudes(estimate, "estimate")
     if est.ndim == 2 and est.shape == (psi.size, psi.size):
         tr = np.trace(est).real
         if abs(tr - 1.0) > 1e-6:
             raise ValueError(f"estimate (a density matrix) must have unit trace; got {tr:.6g}")
         return float(np.real(psi.conj() @ est @ psi))
-    est = _check_state(est)
+    est = _check_state(est, name="estimate")
     if est.size != psi.size:
         raise ValueError(f"estimate must have {psi.size} amplitudes; got {est.size}")
     return float(abs(np.vdot(psi, est)) ** 2)
@@ -115,13 +140,17 @@ class QuadratureGrid:
     sigma_e: float = 0.0
 
     def __post_init__(self) -> None:
-        if int(self.n_bins) != self.n_bins or self.n_bins < 4:
+        if (
+            isinstance(self.n_bins, bool)
+            or not isinstance(self.n_bins, numbers.Real)
+            or int(self.n_bins) != self.n_bins
+            or self.n_bins < 4
+        ):
             raise ValueError(f"n_bins must be an integer >= 4; got {self.n_bins!r}")
-        if not self.half_width > 0:
-            raise ValueError(f"half_width must be > 0; got {self.half_width!r}")
-        if not 0 < self.eta <= 1:
+        check_real("half_width", self.half_width, low=0.0, low_inclusive=False)
+        if not 0 < check_real("eta", self.eta) <= 1:
             raise ValueError(f"eta must be in (0, 1]; got {self.eta!r}")
-        if not self.sigma_e >= 0:
+        if not check_real("sigma_e", self.sigma_e) >= 0:
             raise ValueError(f"sigma_e must be >= 0; got {self.sigma_e!r}")
         self.edges = np.linspace(-self.half_width, self.half_width, int(self.n_bins) + 1)
         self.centres = 0.5 * (self.edges[1:] + self.edges[:-1])
@@ -167,11 +196,40 @@ class QuadratureGrid:
 
 @dataclass
 class HomodyneData:
-    """Measured quadrature pairs ``samples`` (K, S, 2) at ``phases`` (K, 2), with their binned ``counts`` (K, G^2)."""
+    """Measured quadrature pairs ``samples`` (K, S, 2) at ``phases`` (K, 2), with their binned ``counts`` (K, G^2).
+
+    All three are finite float arrays with the same number K >= 1 of settings, at least one shot per setting,
+    and non-negative counts (a ``ValueError`` naming the argument otherwise).
+    """
 
     phases: np.ndarray
     samples: np.ndarray
     counts: np.ndarray
+
+    def __post_init__(self) -> None:
+        phases = _check_phases(self.phases)
+        samples = check_array("samples", self.samples, ndim=3)
+        if samples.shape[0] != phases.shape[0] or samples.shape[1] < 1 or samples.shape[2] != 2:
+            raise ValueError(
+                f"samples must have shape ({phases.shape[0]}, shots >= 1, 2), one row per phase setting; "
+                f"got {samples.shape}"
+            )
+        counts = check_array("counts", self.counts, ndim=2)
+        if counts.shape[0] != phases.shape[0] or counts.shape[1] < 1:
+            raise ValueError(
+                f"counts must have shape ({phases.shape[0]}, n_bins**2), one row per phase setting; got {counts.shape}"
+            )
+        if np.any(counts < 0):
+            raise ValueError("counts must be non-negative (binned shot counts)")
+        self.phases, self.samples, self.counts = phases, samples, counts
+
+
+def _check_phases(phases: Any) -> np.ndarray:
+    """Phase settings: a finite (K, 2) float array, K >= 1."""
+    arr = check_array("phases", phases, ndim=2, min_rows=1)
+    if arr.shape[1] != 2:
+        raise ValueError(f"phases must have shape (n_settings, 2); got {arr.shape}")
+    return arr
 
 
 def simulate_homodyne(
@@ -192,19 +250,19 @@ def simulate_homodyne(
     Raises
     ------
     ValueError
-        ``psi`` not normalised or not a square number of amplitudes, ``shots`` not a positive integer,
-        ``phases`` not of shape (K, 2).
+        ``psi`` not normalised, not finite or not a square number of amplitudes, ``shots`` not a positive
+        integer, ``phases`` not a finite array of shape (K, 2), K >= 1.
     """
-    psi = np.asarray(psi, dtype=complex).reshape(-1)
+    psi = _as_amplitudes(psi).reshape(-1)
     cutoff = int(round(math.sqrt(psi.size)))
     if cutoff**2 != psi.size:
         raise ValueError(f"psi must hold cutoff**2 amplitudes of a two-mode state; got {psi.size}")
     psi = _check_state(psi, cutoff)
     if isinstance(shots, bool) or int(shots) != shots or shots < 1:
         raise ValueError(f"shots must be a positive integer; got {shots!r}")
-    phases = np.asarray(phases, dtype=float)
-    if phases.ndim != 2 or phases.shape[1] != 2:
-        raise ValueError(f"phases must have shape (n_settings, 2); got {phases.shape}")
+    phases = _check_phases(phases)
+    if not isinstance(grid, QuadratureGrid):
+        raise TypeError(f"grid must be a QuadratureGrid; got {type(grid).__name__}")
     rng = np.random.default_rng(seed)
     fine = QuadratureGrid(int(grid.n_bins) * int(oversample), grid.half_width + 1.0)
     B = fine.basis(cutoff, phases)

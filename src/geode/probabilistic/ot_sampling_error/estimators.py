@@ -251,9 +251,7 @@ def multiscale_errors(
     if scales is None:
         sizes = _default_scales(n)
     else:
-        sizes = [check_int("scales[i]", s, low=2) for s in scales]
-        if len(set(sizes)) < 2:
-            raise ValueError(f"scales must hold at least two distinct subsample sizes; got {list(scales)}")
+        sizes = _check_scales(scales)
         if max(sizes) > n:
             raise ValueError(f"n too small for the requested scales: largest scale {max(sizes)} > n = {n}")
     sizes = sorted(set(sizes), reverse=True)
@@ -326,6 +324,14 @@ def intrinsic_dimension(
     return d_hat, {"scales": sizes, "errors": errors, "slope": float(slope), "intercept": float(intercept)}
 
 
+def _check_scales(scales: Any) -> list[int]:
+    """Subsample sizes: integers >= 2, at least two distinct (not yet checked against n)."""
+    sizes = [check_int("scales[i]", s, low=2) for s in scales]
+    if len(set(sizes)) < 2:
+        raise ValueError(f"scales must hold at least two distinct subsample sizes; got {list(scales)}")
+    return sizes
+
+
 class OTIntrinsicDimension:
     """Scikit-learn-style wrapper of :func:`intrinsic_dimension`: ``OTIntrinsicDimension().fit(X).dimension_``.
 
@@ -349,6 +355,9 @@ class OTIntrinsicDimension:
     """
 
     def __init__(self, p: float = 2, scales: Sequence[int] | None = None, seed: int | None = None) -> None:
+        _check_p(p)  # checked here too, so that a bad value fails at construction (kept as given)
+        if scales is not None:
+            _check_scales(scales)
         self.p = p
         self.scales = scales
         self.seed = seed

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from geode.core import as_generator, check_int, check_real
+from geode.core import as_generator, check_array, check_int, check_real
 from geode.probabilistic.ot_sampling_error.estimators import _check_p, _points, _weights, intrinsic_dimension
 
 __all__ = ["richardson_extrapolate", "richardson_wasserstein", "wasserstein_pp"]
@@ -137,9 +137,10 @@ def richardson_extrapolate(w_n: Any, w_half: Any, beta: float) -> Any:
     Parameters
     ----------
     w_n, w_half : float or array_like
-        The estimate at sample size :math:`n` and at :math:`n/2`.
+        The estimate at sample size :math:`n` and at :math:`n/2`: finite, of shapes that broadcast together.
     beta : float
-        The bias exponent :math:`\beta > 0` (:math:`p/d_{\mathrm{int}}`).
+        The bias exponent :math:`\beta > 0` (:math:`p/d_{\mathrm{int}}`), small enough that :math:`2^\beta`
+        is finite and large enough that :math:`2^\beta - 1 > 0` in floating point.
 
     Returns
     -------
@@ -152,6 +153,20 @@ def richardson_extrapolate(w_n: Any, w_half: Any, beta: float) -> Any:
     1.0
     """
     beta = check_real("beta", beta, low=0.0, low_inclusive=False)
+    w_n, w_half = check_array("w_n", w_n), check_array("w_half", w_half)
+    try:
+        np.broadcast_shapes(w_n.shape, w_half.shape)
+    except ValueError:
+        raise ValueError(
+            f"w_n and w_half must have shapes that broadcast together; got {w_n.shape} and {w_half.shape}"
+        ) from None
+    if beta >= 1024.0 or 2.0**beta - 1.0 == 0.0:
+        raise ValueError(f"beta must be in (0, 1024) with 2**beta - 1 > 0 in float64; got {beta!r}")
+    return _extrapolate(w_n, w_half, beta)
+
+
+def _extrapolate(w_n: Any, w_half: Any, beta: float) -> Any:
+    """The formula of :func:`richardson_extrapolate`, unchecked (``richardson_wasserstein`` checks its own inputs)."""
     q = 2.0**beta
     out = (q * np.asarray(w_n, dtype=float) - np.asarray(w_half, dtype=float)) / (q - 1.0)
     return float(out) if out.ndim == 0 else out
@@ -245,7 +260,7 @@ def richardson_wasserstein(
         hb = None if wb is None else _renormalised(wb, ib, "b")
         halves[k] = wasserstein_pp(A[ia], B[ib], ha, hb, p=p, reg=reg_half)
     half_mean = float(halves.mean())
-    estimate = float(richardson_extrapolate(plugin, half_mean, beta))
+    estimate = float(_extrapolate(plugin, half_mean, beta))
     if not log:
         return estimate
     return estimate, {
