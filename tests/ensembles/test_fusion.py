@@ -267,7 +267,7 @@ def test_mutual_correction_is_deterministic_and_validates():
         MutualCorrection("mutual")
     with pytest.raises(ValueError, match="rounds must be >= 1"):
         MutualCorrection(rounds=0)
-    with pytest.raises(ValueError, match="y must have shape"):
+    with pytest.raises(ValueError, match="y must hold one label per row of x"):
         MutualCorrection().fit(t, v, x, y=y[:5])
     with pytest.raises(ValueError, match="same classes"):
         MutualCorrection().fit(t, torch.nn.Linear(3, 5), x)

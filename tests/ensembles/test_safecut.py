@@ -151,7 +151,7 @@ def test_gate_limits():
     np.testing.assert_allclose(h_v, c_v, atol=1e-6)
     with pytest.raises(ValueError, match="tau must be > 0"):
         SafeCutGate(0.0)
-    with pytest.raises(ValueError, match="z_v must have shape"):
+    with pytest.raises(ValueError, match="z_t and z_v must have the same length"):
         SafeCutGate().weights([0.0, 1.0], [0.0])
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from geode.core.validation import check_array, check_choice, check_int, check_real
-from geode.ensembles.simplex import DEFAULT_EPS, as_oracle_stack, check_simplex, clr, softmax
+from geode.ensembles.simplex import DEFAULT_EPS, _clr, _softmax, as_oracle_stack, check_simplex
 
 __all__ = [
     "PerOracleTemperatureScaling",
@@ -85,9 +85,10 @@ def log_pool(P: Any, weights: Any = None, *, eps: float = DEFAULT_EPS, normalize
     -------
     numpy.ndarray, shape (N, C)
     """
+    eps = check_real("eps", eps, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
     P = as_oracle_stack("P", P, normalize=normalize)
     w = _weights(weights, P.shape[0])
-    return softmax(np.einsum("m,mnc->nc", w, clr(P, eps=eps)))
+    return _softmax(np.einsum("m,mnc->nc", w, _clr(P, eps)))
 
 
 def majority_vote(P: Any, weights: Any = None, *, normalize: bool = False) -> np.ndarray:
@@ -122,7 +123,7 @@ def _ce_derivatives(
 ) -> tuple[np.ndarray, np.ndarray]:
     """First and second derivative in β of  mean_i [ -T_i·(β Z_i + b) + logsumexp(β Z_i + b) ], per leading index."""
     logits = beta[:, None, None] * Z + (0.0 if B is None else B[:, None, :])
-    q = softmax(logits)
+    q = _softmax(logits)
     ez = np.sum(q * Z, axis=-1)  # E_q[z] per sample
     grad = np.mean(ez - np.sum(T * Z, axis=-1), axis=-1)
     hess = np.mean(np.sum(q * Z * Z, axis=-1) - ez * ez, axis=-1)  # Var_q[z] >= 0
@@ -172,6 +173,8 @@ def fit_inverse_temperature(
     numpy.ndarray, shape (M,) or a 0-d array for 2-D input.
     """
     Z = check_array("logits", logits, ndim=(2, 3))
+    if Z.size == 0:
+        raise ValueError(f"logits must not be empty; got shape {Z.shape}")
     squeeze = Z.ndim == 2
     if squeeze:
         Z = Z[None]
@@ -180,7 +183,10 @@ def fit_inverse_temperature(
     if np.issubdtype(tg.dtype, np.integer):
         tg = tg[None] if tg.ndim == 1 else tg
         if tg.shape != (m, n):
-            raise ValueError(f"integer targets must have shape {(m, n) if not squeeze else (n,)}; got {tg.shape}")
+            raise ValueError(
+                f"integer targets must have shape {(m, n) if not squeeze else (n,)} to match logits of shape "
+                f"{Z.shape[1:] if squeeze else Z.shape}; got {tg.shape}"
+            )
         if tg.min() < 0 or tg.max() >= c:
             raise ValueError(f"targets must hold labels in [0, {c - 1}]")
         T = np.zeros((m, n, c))
@@ -249,6 +255,8 @@ class TemperatureScaling:
 
     def __init__(self, *, eps: float = DEFAULT_EPS, bounds: tuple[float, float] = (1e-3, 1e3)) -> None:
         self.eps = check_real("eps", eps, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+        if not isinstance(bounds, (tuple, list)) or len(bounds) != 2:
+            raise TypeError(f"bounds must be a pair (low, high) of inverse temperatures; got {bounds!r}")
         lo, hi = bounds
         self.bounds = (check_real("bounds[0]", lo, low=0.0, low_inclusive=False), check_real("bounds[1]", hi, low=lo))
         self.temperature_: float | None = None
@@ -259,16 +267,19 @@ class TemperatureScaling:
         y = check_array("y", y, ndim=1, dtype=None)
         if not np.issubdtype(y.dtype, np.integer) or y.shape[0] != p.shape[0]:
             raise ValueError(f"y must hold one integer label per row of p ({p.shape[0]}); got {y.shape} {y.dtype}")
-        beta = fit_inverse_temperature(clr(p, eps=self.eps), y, low=self.bounds[0], high=self.bounds[1])
+        beta = fit_inverse_temperature(_clr(p, self.eps), y, low=self.bounds[0], high=self.bounds[1])
         self.temperature_ = float(1.0 / beta)
         return self
 
     def transform(self, p: Any, *, normalize: bool = False) -> np.ndarray:
-        """Rescaled probabilities :math:`\\operatorname{softmax}(\\operatorname{clr}(p)/T)`, shape (N, C)."""
+        """Rescaled probabilities :math:`\\operatorname{softmax}(\\operatorname{clr}(p)/T)`, shape (N, C).
+
+        A row-wise map: an empty batch (no rows) gives an empty output.
+        """
         if self.temperature_ is None:
             raise RuntimeError("TemperatureScaling is not fitted: call fit(p, y) first")
         p = check_simplex("p", p, normalize=normalize)
-        return softmax(clr(p, eps=self.eps) / self.temperature_)
+        return _softmax(_clr(p, self.eps) / self.temperature_)
 
 
 class PerOracleTemperatureScaling:
@@ -297,7 +308,7 @@ class PerOracleTemperatureScaling:
         if not np.issubdtype(y.dtype, np.integer) or y.shape[0] != P.shape[1]:
             raise ValueError(f"y must hold one integer label per sample ({P.shape[1]}); got {y.shape} {y.dtype}")
         labels = np.broadcast_to(y, P.shape[:2])
-        beta = fit_inverse_temperature(clr(P, eps=self.eps), labels, low=self.bounds[0], high=self.bounds[1])
+        beta = fit_inverse_temperature(_clr(P, self.eps), labels, low=self.bounds[0], high=self.bounds[1])
         self.temperatures_ = 1.0 / beta
         return self
 
@@ -308,7 +319,7 @@ class PerOracleTemperatureScaling:
         P = as_oracle_stack("P", P, normalize=normalize)
         if P.shape[0] != self.temperatures_.shape[0]:
             raise ValueError(f"P must hold {self.temperatures_.shape[0]} oracles as in fit; got {P.shape[0]}")
-        return softmax(clr(P, eps=self.eps) / self.temperatures_[:, None, None])
+        return _softmax(_clr(P, self.eps) / self.temperatures_[:, None, None])
 
     def fuse(self, P: Any, *, normalize: bool = False) -> np.ndarray:
         """Linear pool of the rescaled oracles, shape (N, C)."""

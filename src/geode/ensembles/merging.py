@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from geode.core.validation import check_int, check_positive, check_real, check_tensor
+
 __all__ = [
     "LayerwiseMerger",
     "average_merge",
@@ -32,12 +34,15 @@ __all__ = [
 ]
 
 
-def _sd(model: Any) -> dict[str, Any]:
+def _sd(model: Any, name: str = "model") -> dict[str, Any]:
     if hasattr(model, "state_dict"):
         return {k: v.detach() for k, v in model.state_dict().items()}
     if isinstance(model, Mapping):
+        for k, v in model.items():
+            if not hasattr(v, "is_floating_point"):
+                raise TypeError(f"{name} tensor {k!r} must be a torch tensor; got {type(v).__name__}")
         return dict(model)
-    raise TypeError(f"expected an nn.Module or a state dict, got {type(model).__name__}")
+    raise TypeError(f"{name} must be an nn.Module or a state dict; got {type(model).__name__}")
 
 
 def check_state_dicts(base: Any, finetuned: Sequence[Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -46,14 +51,18 @@ def check_state_dicts(base: Any, finetuned: Sequence[Any]) -> tuple[dict[str, An
     Raises
     ------
     ValueError
-        ``finetuned`` is empty, or a model lacks a tensor of the base, has an extra one, or a shape differs.
+        ``finetuned`` is empty, or a model lacks a tensor of the base, has an extra one, or a shape differs,
+        or a floating-point tensor holds a NaN or an infinity (it would poison the merge, or vanish in TIES).
+    TypeError
+        ``base`` or an entry of ``finetuned`` is neither an nn.Module nor a state dict.
     """
     if isinstance(finetuned, Mapping) or not isinstance(finetuned, Sequence) or len(finetuned) == 0:
         raise ValueError("finetuned_models must be a non-empty sequence of models or state dicts")
-    b = _sd(base)
+    b = _sd(base, "base")
+    _check_finite_sd(b, "base")
     out = []
     for i, m in enumerate(finetuned):
-        s = _sd(m)
+        s = _sd(m, f"finetuned[{i}]")
         if set(s) != set(b):
             missing = sorted(set(b) - set(s))
             extra = sorted(set(s) - set(b))
@@ -65,8 +74,15 @@ def check_state_dicts(base: Any, finetuned: Sequence[Any]) -> tuple[dict[str, An
                 raise ValueError(
                     f"finetuned_models[{i}] tensor {k!r} has shape {tuple(s[k].shape)}, base has {tuple(v.shape)}"
                 )
+        _check_finite_sd(s, f"finetuned[{i}]")
         out.append(s)
     return b, out
+
+
+def _check_finite_sd(sd: dict[str, Any], where: str) -> None:
+    for k, v in sd.items():
+        if hasattr(v, "is_floating_point") and v.is_floating_point() and not bool(v.isfinite().all()):
+            raise ValueError(f"{where} tensor {k!r} must contain only finite values (found NaN or inf)")
 
 
 def task_vectors(base: Any, finetuned: Sequence[Any]) -> list[dict[str, Any]]:
@@ -87,8 +103,7 @@ def average_merge(base: Any, finetuned: Sequence[Any]) -> dict[str, Any]:
 
 def task_arithmetic(base: Any, finetuned: Sequence[Any], lam: float = 0.3) -> dict[str, Any]:
     """:math:`\\theta_0 + \\lambda\\sum_k\\tau_k`; ``lam = 1/K`` is averaging."""
-    if not lam == lam:
-        raise ValueError("lam must be a number, got NaN")
+    lam = check_real("lam", lam)
     return _per_tensor(base, finetuned, lambda b, ts: b + lam * sum(t - b for t in ts))
 
 
@@ -96,12 +111,29 @@ def ties_tensor(base: Any, tensors: Sequence[Any], *, density: float = 0.2, lam:
     """TIES on one tensor: trim to the top ``density`` magnitudes, elect signs, disjoint mean, scale.
 
     ``density = 1`` keeps every entry; if all ``tau_k`` agree in sign it is then task arithmetic with
-    :math:`\\lambda/K` (the disjoint mean of agreeing entries is their mean).
+    :math:`\\lambda/K` (the disjoint mean of agreeing entries is their mean). ``base`` and every tensor must be
+    finite, non-empty and of one shape (a NaN would otherwise vanish in the trimming, silently).
     """
+
+    density, lam = _check_ties(density, lam)
+    check_tensor("base", base, floating=True)
+    if isinstance(tensors, (str, bytes)) or not isinstance(tensors, Sequence) or len(tensors) == 0:
+        raise ValueError("tensors must be a non-empty sequence of tensors (one per fine-tuned model)")
+    for i, t in enumerate(tensors):
+        check_tensor(f"tensors[{i}]", t, floating=True)
+        if tuple(t.shape) != tuple(base.shape):
+            raise ValueError(f"tensors[{i}] has shape {tuple(t.shape)}, base has {tuple(base.shape)}")
+    return _ties_tensor(base, tensors, density, lam)
+
+
+def _check_ties(density: Any, lam: Any) -> tuple[float, float]:
+    density = check_real("density", density, low=0.0, high=1.0, low_inclusive=False)
+    return density, check_real("lam", lam)
+
+
+def _ties_tensor(base: Any, tensors: Sequence[Any], density: float, lam: float) -> Any:
     import torch
 
-    if not 0.0 < density <= 1.0:
-        raise ValueError(f"density must be in (0, 1], got {density}")
     taus = torch.stack([t - base for t in tensors])
     if density < 1.0:
         flat = taus.reshape(len(tensors), -1).abs()
@@ -116,8 +148,13 @@ def ties_tensor(base: Any, tensors: Sequence[Any], *, density: float = 0.2, lam:
 
 
 def ties_merge(base: Any, finetuned: Sequence[Any], density: float = 0.2, lam: float = 1.0) -> dict[str, Any]:
-    """TIES merging of every floating-point tensor (:func:`ties_tensor`)."""
-    return _per_tensor(base, finetuned, lambda b, ts: ties_tensor(b, ts, density=density, lam=lam))
+    """TIES merging of every floating-point tensor (:func:`ties_tensor`).
+
+    Every floating-point tensor must be finite (:func:`check_state_dicts`): TIES trims by magnitude, so a NaN
+    would otherwise drop out together with the real values beside it.
+    """
+    density, lam = _check_ties(density, lam)
+    return _per_tensor(base, finetuned, lambda b, ts: _ties_tensor(b, ts, density, lam))
 
 
 class LayerwiseMerger:
@@ -138,11 +175,9 @@ class LayerwiseMerger:
     """
 
     def __init__(self, init: float = 0.3, lr: float = 1e-2, steps: int = 100) -> None:
-        if steps < 0:
-            raise ValueError(f"steps must be >= 0, got {steps}")
-        if lr <= 0:
-            raise ValueError(f"lr must be > 0, got {lr}")
-        self.init, self.lr, self.steps = float(init), float(lr), int(steps)
+        steps = check_int("steps", steps, low=0)
+        lr = check_positive("lr", lr)
+        self.init, self.lr, self.steps = check_real("init", init), float(lr), int(steps)
 
     # hooks for subclasses
     def _extra_params(self, n_tasks: int, features: Sequence[Any]) -> list[Any]:
@@ -163,11 +198,15 @@ class LayerwiseMerger:
         import torch
         from torch.func import functional_call
 
+        if len(taus) == 0:
+            raise ValueError("taus must hold at least one task vector (a dict of tensors)")
         if len(heads) != len(taus) or len(data) != len(taus):
             raise ValueError(
-                f"need one head and one unlabeled batch per task: {len(taus)} tasks, "
-                f"{len(heads)} heads, {len(data)} batches"
+                f"need one head and one unlabeled batch per task: {len(taus)} taus, "
+                f"{len(heads)} heads, {len(data)} data batches"
             )
+        for k, x in enumerate(data):
+            check_tensor(f"data[{k}]", x)
         names = [k for k in base if base[k].is_floating_point()]
         lam = torch.full((len(taus), len(names)), self.init, requires_grad=True)
         extra = self._extra_params(len(taus), data)
@@ -186,7 +225,13 @@ class LayerwiseMerger:
                 p = params()
                 loss = 0.0
                 for k, (head, x) in enumerate(zip(heads, data, strict=True)):
-                    logits, reg = self._task_logits(k, functional_call(backbone, p, (x,)), head)
+                    try:
+                        feats = functional_call(backbone, p, (x,))
+                    except RuntimeError as exc:
+                        raise ValueError(
+                            f"data[{k}] of shape {tuple(x.shape)} does not fit the backbone: {exc}"
+                        ) from exc
+                    logits, reg = self._task_logits(k, feats, head)
                     logp = torch.log_softmax(logits, dim=-1)
                     loss = loss + (-(logp.exp() * logp).sum(-1).mean()) + reg
                 (loss / len(taus)).backward()

@@ -100,7 +100,9 @@ def mutual_targets(labels_self: Any, labels_partner: Any, weight: Any, n_classes
 def confidence_gate(conf_t: Any, conf_v: Any) -> tuple[np.ndarray, np.ndarray]:
     """Confidence-gated exchange: :math:`w^T = \\mathbb{1}[c^V > c^T]`, :math:`w^V = \\mathbb{1}[c^T > c^V]`."""
     ct = check_array("conf_t", conf_t, ndim=1)
-    cv = check_array("conf_v", conf_v, shape=(ct.shape[0],))
+    cv = check_array("conf_v", conf_v, ndim=1)
+    if cv.shape != ct.shape:
+        raise ValueError(f"conf_t and conf_v must have the same length; got {ct.shape[0]} and {cv.shape[0]}")
     return (cv > ct).astype(float), (ct > cv).astype(float)
 
 
@@ -119,6 +121,23 @@ def information_maximization(probs: Any, eps: float = 1e-8) -> Any:
     mean = probs.mean(dim=0)
     div = -(mean * torch.log(mean + eps)).sum()
     return ent - div
+
+
+def _inputs(x: Any, y: Any) -> tuple[Any, np.ndarray | None]:
+    """``x`` as a finite float32 tensor of shape (N >= 2, ...) and ``y`` as N integer labels (or None)."""
+    import torch
+
+    x = torch.as_tensor(np.asarray(x) if not isinstance(x, torch.Tensor) else x, dtype=torch.float32)
+    if x.ndim < 2 or x.shape[0] < 2:
+        raise ValueError(f"x must have shape (N, ...) with N >= 2; got {tuple(x.shape)}")
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError("x must contain only finite values (found NaN or inf)")
+    if y is None:
+        return x, None
+    yy = check_array("y", y, ndim=1, dtype=np.int64)
+    if yy.shape[0] != x.shape[0]:
+        raise ValueError(f"y must hold one label per row of x ({x.shape[0]}); got {yy.shape[0]}")
+    return x, yy
 
 
 def _forward(model: Any, x: Any, chunk: int = 4096) -> tuple[np.ndarray, np.ndarray]:
@@ -254,16 +273,10 @@ class MutualCorrection:
                 \\frac1N \\sum_i w_i \\bigl(\\mathbb{1}[\\text{partner right, self wrong}]
                     - \\mathbb{1}[\\text{partner wrong, self right}]\\bigr).
         """
-        import torch
 
         from geode.core.random import torch_generator
 
-        x = torch.as_tensor(np.asarray(x) if not isinstance(x, torch.Tensor) else x, dtype=torch.float32)
-        if x.ndim < 2 or x.shape[0] < 2:
-            raise ValueError(f"x must have shape (N, ...) with N >= 2; got {tuple(x.shape)}")
-        yy = None
-        if y is not None:
-            yy = check_array("y", y, shape=(x.shape[0],), dtype=np.int64)
+        x, yy = _inputs(x, y)
         model_t, model_v = copy.deepcopy(model_t), copy.deepcopy(model_v)
         gen = torch_generator(self.seed)
         history: list[dict[str, float]] = []

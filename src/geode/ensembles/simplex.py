@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from geode.core.calibration import expected_calibration_error
-from geode.core.validation import check_array, check_real
+from geode.core.validation import check_array, check_int, check_real
 
 __all__ = [
     "DEFAULT_EPS",
@@ -71,7 +71,8 @@ def check_simplex(
     Returns
     -------
     numpy.ndarray
-        A float64 copy (rows exactly renormalised when ``normalize=True``).
+        A float64 copy (rows exactly renormalised when ``normalize=True``). An empty batch (no rows) is
+        returned as it is: callers that need rows check the size.
 
     Raises
     ------
@@ -137,15 +138,42 @@ def clr(p: Any, *, eps: float = DEFAULT_EPS) -> np.ndarray:
             - \\frac{1}{C} \\sum_{c'=1}^{C} \\log \\max(p_{c'}, \\varepsilon).
 
     The result sums to zero along the last axis; :func:`softmax` inverts it for rows with no entry below
-    ``eps``. Inputs are not validated here (callers validate once); ``eps`` must be in (0, 1).
+    ``eps``. ``p`` must be finite with at least two classes on its last axis (entries below ``eps``, zeros
+    included, are floored); ``eps`` must be in (0, 1). An empty batch (no rows) gives an empty output.
     """
     check_real("eps", eps, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+    arr = check_array("p", p)
+    if arr.ndim == 0 or arr.shape[-1] < 2:
+        raise ValueError(f"p must have at least 2 classes on its last axis; got shape {arr.shape}")
+    return _clr(arr, eps)
+
+
+def _clr(p: Any, eps: float = DEFAULT_EPS) -> np.ndarray:
+    """:func:`clr` without validation (for callers that validated their inputs once)."""
     logp = np.log(np.maximum(np.asarray(p, dtype=float), eps))
     return logp - logp.mean(axis=-1, keepdims=True)
 
 
 def softmax(z: Any, axis: int = -1) -> np.ndarray:
-    """Numerically stable softmax :math:`e^{z_c - \\max z} / \\sum_{c'} e^{z_{c'} - \\max z}` along ``axis``."""
+    """Numerically stable softmax :math:`e^{z_c - \\max z} / \\sum_{c'} e^{z_{c'} - \\max z}` along ``axis``.
+
+    ``z`` must be finite (a NaN or an infinite score has no softmax: ``ValueError`` naming ``z``). Any shape is
+    accepted: an empty batch gives an empty output and an axis of size one gives ones.
+
+    Examples
+    --------
+    >>> softmax(np.array([0.0, np.log(3.0)])).round(3).tolist()
+    [0.25, 0.75]
+    """
+    arr = check_array("z", z)
+    if arr.ndim == 0:
+        raise ValueError("z must have at least one dimension; got a scalar")
+    axis = check_int("axis", axis, low=-arr.ndim, high=arr.ndim - 1)
+    return _softmax(arr, axis)
+
+
+def _softmax(z: Any, axis: int = -1) -> np.ndarray:
+    """:func:`softmax` without validation (for callers whose scores are finite by construction)."""
     z = np.asarray(z, dtype=float)
     e = np.exp(z - z.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
@@ -156,6 +184,7 @@ def kl_divergence(p: Any, q: Any, *, eps: float = DEFAULT_EPS) -> np.ndarray:
 
     Terms with :math:`p_c = 0` contribute zero. Returns an array of shape ``p.shape[:-1]``.
     """
+    eps = check_real("eps", eps, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
     p = check_simplex("p", p, atol=1e-4)
     q = check_simplex("q", q, atol=1e-4)
     if p.shape != q.shape:
@@ -177,6 +206,7 @@ def _labels(y: Any, n: int, n_classes: int) -> np.ndarray:
 
 def nll(p: Any, y: Any, *, eps: float = DEFAULT_EPS) -> float:
     """Mean negative log-likelihood :math:`-\\frac1N \\sum_i \\log \\max(p_{i, y_i}, \\varepsilon)`."""
+    eps = check_real("eps", eps, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
     p = check_simplex("p", p, ndim=2, atol=1e-4)
     y = _labels(y, p.shape[0], p.shape[1])
     return float(-np.mean(np.log(np.maximum(p[np.arange(p.shape[0]), y], eps))))

@@ -121,10 +121,14 @@ class TorchClient:
         if len(parameters) != len(sd):
             raise ValueError(f"parameters has {len(parameters)} arrays; the model's state_dict has {len(sd)}")
         new = {}
-        for (k, v), a in zip(sd.items(), parameters):
+        for j, ((k, v), a) in enumerate(zip(sd.items(), parameters)):
             t = torch.as_tensor(np.asarray(a))
             if tuple(t.shape) != tuple(v.shape):
-                raise ValueError(f"parameter {k!r} has shape {tuple(t.shape)}; the model expects {tuple(v.shape)}")
+                raise ValueError(
+                    f"parameters[{j}] ({k!r}) has shape {tuple(t.shape)}; the model expects {tuple(v.shape)}"
+                )
+            if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+                raise ValueError(f"parameters[{j}] ({k!r}) contains NaN or inf")
             new[k] = t.to(v.dtype)
         self.model.load_state_dict(new)
 
@@ -299,10 +303,14 @@ class BatchedTorchClients:
             raise ValueError(f"parameters has {len(parameters)} arrays; the model's state_dict has {len(self._keys)}")
         sd = self.model.state_dict()
         glob = {}
-        for k, a in zip(self._keys, parameters):
+        for j, (k, a) in enumerate(zip(self._keys, parameters)):
             t = torch.as_tensor(np.asarray(a)).to(sd[k].dtype)
             if tuple(t.shape) != tuple(sd[k].shape):
-                raise ValueError(f"parameter {k!r} has shape {tuple(t.shape)}; the model expects {tuple(sd[k].shape)}")
+                raise ValueError(
+                    f"parameters[{j}] ({k!r}) has shape {tuple(t.shape)}; the model expects {tuple(sd[k].shape)}"
+                )
+            if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+                raise ValueError(f"parameters[{j}] ({k!r}) contains NaN or inf")
             glob[k] = t
         kk = len(cids)
         opts = [_fit_options(c, self.lr, self.epochs, self.batch_size) for c in configs]

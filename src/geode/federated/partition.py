@@ -8,6 +8,8 @@ Small :math:`\alpha` gives clients dominated by one or two classes; large :math:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from geode.core.random import as_generator
@@ -136,6 +138,8 @@ def label_distribution(labels: np.ndarray, partitions: list[np.ndarray], n_class
     if np.any(y < 0):
         raise ValueError("labels must be non-negative class indices")
     c = int(y.max()) + 1 if n_classes is None else check_int("n_classes", n_classes, low=int(y.max()) + 1)
+    if isinstance(partitions, (str, bytes)) or not isinstance(partitions, Sequence) or len(partitions) == 0:
+        raise ValueError("partitions must be a non-empty list of index arrays, one per client")
     out = np.zeros((len(partitions), c))
     for k, idx in enumerate(partitions):
         idx = np.asarray(idx, dtype=np.int64)

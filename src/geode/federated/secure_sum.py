@@ -46,7 +46,8 @@ _TWO63 = float(2**63)
 def encode_fixed_point(x: Any, frac_bits: int = 24) -> np.ndarray:
     r"""Encode floats as :math:`\operatorname{round}(2^f x)` in two's complement ``uint64``.
 
-    Raises ``ValueError`` if :math:`|2^f x| \ge 2^{63}` (the value would wrap around).
+    Elementwise on an array of any shape (an empty array gives an empty encoding). Raises ``ValueError``
+    if :math:`|2^f x| \ge 2^{63}` (the value would wrap around) or ``x`` holds a NaN or an infinity.
     """
     frac_bits = check_int("frac_bits", frac_bits, low=0, high=62)
     a = check_array("x", x)
@@ -151,7 +152,7 @@ def secure_sum(vectors: Sequence[Any] | np.ndarray, *, seed: int = 0, frac_bits:
     x = check_array("vectors", vectors, ndim=2)
     n, d = x.shape
     if n < 2:
-        raise ValueError(f"secure_sum needs at least 2 clients (with one, the server would see its data); got {n}")
+        raise ValueError(f"vectors must hold at least 2 clients (with one, the server would see its data); got {n}")
     frac_bits = check_int("frac_bits", frac_bits, low=0, high=62)
     seed = check_int("seed", seed, low=0)
     bound = float(np.max(np.abs(x).sum(axis=0))) * float(2**frac_bits) if d else 0.0

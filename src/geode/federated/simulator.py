@@ -129,7 +129,9 @@ class Simulator:
         Server aggregation rule (:class:`~geode.federated.FedAvg`, CRAFT, ...). It is ``reset()`` when
         the simulator is built.
     initial_parameters : list of ndarray
-        The global model at round 0.
+        The global model at round 0: a non-empty list of finite arrays. The simulator does not know the
+        model, so the clients check the shapes in ``fit``; a client that rejects them is recorded as a failure
+        (and a round where every client fails raises ``RuntimeError``).
     clients_per_round : int
         Clients sampled (without replacement) each round, ``1 <= m <= len(clients)``.
     seed : int
@@ -185,6 +187,13 @@ class Simulator:
             raise TypeError("evaluate_fn must be callable as evaluate_fn(server_round, parameters)")
         self.fit_config = fit_config
         self.evaluate_fn = evaluate_fn
+        if isinstance(initial_parameters, (str, bytes, np.ndarray)) or not isinstance(initial_parameters, Sequence):
+            raise TypeError(
+                "initial_parameters must be a list of numpy arrays (NDArrays); got "
+                f"{type(initial_parameters).__name__}"
+            )
+        if len(initial_parameters) == 0:
+            raise ValueError("initial_parameters must hold at least one array (the global model's parameters)")
         params = [np.array(a, copy=True) for a in initial_parameters]
         for j, a in enumerate(params):
             if np.issubdtype(a.dtype, np.inexact) and not np.all(np.isfinite(a)):
@@ -335,7 +344,7 @@ def label_mix_accuracy(y_true: Any, y_pred: Any, label_mix: Any) -> np.ndarray:
     """
     yt = check_array("y_true", y_true, ndim=1, dtype=np.int64)
     yp = check_array("y_pred", y_pred, shape=(yt.shape[0],), dtype=np.int64)
-    mix = check_array("label_mix", label_mix, ndim=2)
+    mix = check_array("label_mix", label_mix, ndim=2, min_rows=1)
     c = mix.shape[1]
     if yt.size and (yt.max() >= c or yt.min() < 0):
         raise ValueError(f"y_true holds labels outside [0, {c}) (label_mix has {c} columns)")

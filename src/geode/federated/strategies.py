@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from geode.core.validation import check_positive, check_real
+from geode.core.validation import check_array, check_positive, check_real
 
 __all__ = [
     "FedAvg",
@@ -73,7 +73,9 @@ def client_update_problem(global_params: Sequence[np.ndarray], params: Any, num_
     """Why one client's result cannot be aggregated, or ``None`` when it can.
 
     Checks that ``params`` is a list of arrays with the global model's number of arrays and shapes, that
-    every value is finite, and that ``num_examples`` is a non-negative integer.
+    every value is finite, and that ``num_examples`` is a non-negative integer. A problem is *returned* as a
+    sentence (the simulator reports and excludes that client), not raised. ``global_params`` is trusted: it is
+    the round's global model, validated once per round by :func:`check_client_updates`.
     """
     if isinstance(num_examples, bool) or not isinstance(num_examples, numbers.Integral) or num_examples < 0:
         return f"num_examples must be a non-negative integer; got {num_examples!r}"
@@ -129,7 +131,7 @@ def check_client_updates(
     for i, (p, n) in enumerate(zip(client_params, nums)):
         problem = client_update_problem(glob, p, n)
         if problem is not None:
-            raise ValueError(f"client_params[{i}]: {problem}")
+            raise ValueError(f"client_params[{i}] does not fit global_params: {problem}")
     n_arr = np.asarray(nums, dtype=np.float64)
     if n_arr.sum() <= 0:
         raise ValueError("num_examples must sum to a positive number; every client reported 0 examples")
@@ -137,7 +139,58 @@ def check_client_updates(
 
 
 def weighted_average(client_params: Sequence[NDArrays], weights: np.ndarray) -> list[np.ndarray]:
-    r"""Array-wise weighted mean :math:`\sum_k w_k \theta_k / \sum_k w_k` in float64 (no validation)."""
+    r"""Array-wise weighted mean :math:`\sum_k w_k \theta_k / \sum_k w_k` in float64.
+
+    Parameters
+    ----------
+    client_params : list of list of ndarray
+        One ``NDArrays`` per client, all with the same number of arrays and the same shapes, finite.
+    weights : array_like, shape (K,)
+        One finite, non-negative weight per client, with a positive sum (e.g. the example counts).
+
+    Raises
+    ------
+    ValueError
+        No client, a weight count that differs from the client count, a negative, NaN or infinite weight,
+        weights summing to zero, clients whose arrays differ in number or shape, or NaN/inf parameters.
+    TypeError
+        ``client_params`` is not a list of lists of arrays.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> weighted_average([[np.ones(2)], [np.full(2, 4.0)]], np.array([3.0, 1.0]))[0]
+    array([1.75, 1.75])
+    """
+    if isinstance(client_params, np.ndarray) or not isinstance(client_params, Sequence):
+        kind = type(client_params).__name__
+        raise TypeError(f"client_params must be a list with one NDArrays per client; got {kind}")
+    if len(client_params) == 0:
+        raise ValueError("client_params is empty: the average needs at least one client")
+    clients = [_as_ndarrays(f"client_params[{i}]", p) for i, p in enumerate(client_params)]
+    first = clients[0]
+    for i, p in enumerate(clients):
+        if len(p) != len(first):
+            raise ValueError(f"client_params[{i}] has {len(p)} arrays; client_params[0] has {len(first)}")
+        for j, (a, a0) in enumerate(zip(p, first)):
+            if a.shape != a0.shape:
+                raise ValueError(f"client_params[{i}][{j}] has shape {a.shape}; client_params[0][{j}] has {a0.shape}")
+            if a.dtype.kind not in "biufc":
+                raise TypeError(f"client_params[{i}][{j}] must be numeric; got dtype {a.dtype}")
+            if a.dtype.kind in "fc" and not np.isfinite(a).all():
+                raise ValueError(f"client_params[{i}][{j}] contains NaN or inf")
+    w = check_array("weights", weights, ndim=1)
+    if w.shape[0] != len(clients):
+        raise ValueError(f"weights must have one entry per client; got {w.shape[0]} for {len(clients)}")
+    if w.min() < 0:
+        raise ValueError(f"weights must be non-negative; got min {w.min():g}")
+    if not w.sum() > 0:
+        raise ValueError("weights must have a positive sum; every weight is 0")
+    return _weighted_average(clients, w)
+
+
+def _weighted_average(client_params: Sequence[NDArrays], weights: np.ndarray) -> list[np.ndarray]:
+    """:func:`weighted_average` without validation (for inputs checked by :func:`check_client_updates`)."""
     w = np.asarray(weights, dtype=np.float64)
     w = w / w.sum()
     out = []
@@ -223,7 +276,7 @@ class FedAvg(Strategy):
 
     def aggregate(self, global_params, client_params, num_examples, metrics=None):  # noqa: D102
         glob, clients, n = check_client_updates(global_params, client_params, num_examples)
-        return _cast_like(weighted_average(clients, n), glob)
+        return _cast_like(_weighted_average(clients, n), glob)
 
 
 class FedProx(FedAvg):
@@ -275,7 +328,7 @@ class FedAvgM(Strategy):
 
     def aggregate(self, global_params, client_params, num_examples, metrics=None):  # noqa: D102
         glob, clients, n = check_client_updates(global_params, client_params, num_examples)
-        mean = weighted_average(clients, n)
+        mean = _weighted_average(clients, n)
         g64 = [np.asarray(g, dtype=np.float64) for g in glob]
         pseudo = [g - m for g, m in zip(g64, mean)]
         if self._momentum is None or [v.shape for v in self._momentum] != [p.shape for p in pseudo]:

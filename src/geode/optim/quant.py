@@ -33,7 +33,7 @@ import torch
 from torch import nn
 
 from geode.core.quant import pack_int4, unpack_int4
-from geode.core.validation import check_choice, check_int
+from geode.core.validation import check_choice, check_int, check_tensor
 
 __all__ = [
     "QuantLinear",
@@ -75,6 +75,8 @@ def quantize_rtn(weight: torch.Tensor, *, bits: int = 4, group_size: int = 32) -
     """
     if not isinstance(weight, torch.Tensor) or weight.ndim != 2 or not weight.is_floating_point():
         raise ValueError("weight must be a 2-D floating-point tensor")
+    if weight.numel() == 0:
+        raise ValueError(f"weight must not be empty; got shape {tuple(weight.shape)}")
     if not torch.isfinite(weight).all():
         raise ValueError("weight must be finite")
     bits, group_size = _check_bits_group(bits, group_size, weight.shape[1])
@@ -85,8 +87,26 @@ def quantize_rtn(weight: torch.Tensor, *, bits: int = 4, group_size: int = 32) -
     return codes.reshape(weight.shape), scales
 
 
+def _check_codes_scales(codes: Any, scales: Any) -> None:
+    if not isinstance(codes, torch.Tensor) or codes.ndim != 2 or codes.is_floating_point():
+        raise TypeError(f"codes must be a 2-D integer tensor; got {getattr(codes, 'dtype', type(codes).__name__)}")
+    check_tensor("scales", scales, ndim=2, floating=True)
+    if scales.shape[0] != codes.shape[0] or codes.shape[1] % scales.shape[1]:
+        raise ValueError(
+            f"scales must have shape (n_out, n_in // group_size); got {tuple(scales.shape)} for codes "
+            f"{tuple(codes.shape)}"
+        )
+    if not bool((scales > 0).all()):
+        raise ValueError("scales must be strictly positive")
+
+
 def dequantize_rtn(codes: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
-    """``codes * scales`` broadcast over each group: the float weight of shape ``codes.shape``."""
+    """``codes * scales`` broadcast over each group: the float weight of shape ``codes.shape``.
+
+    ``codes``: a 2-D integer tensor (n_out, n_in); ``scales``: a finite, strictly positive floating tensor of
+    shape (n_out, n_in // group_size) (as :func:`quantize_rtn` returns them).
+    """
+    _check_codes_scales(codes, scales)
     n_out, n_in = codes.shape
     g = n_in // scales.shape[1]
     return (codes.reshape(n_out, -1, g).to(scales.dtype) * scales.unsqueeze(-1)).reshape(n_out, n_in)
@@ -120,8 +140,10 @@ class QuantLinear(nn.Module):
     ) -> None:
         super().__init__()
         check_choice("bits", bits, (4, 8))
-        if codes.ndim != 2 or codes.dtype != torch.int8:
+        if not isinstance(codes, torch.Tensor) or codes.ndim != 2 or codes.dtype != torch.int8:
             raise ValueError("codes must be a 2-D int8 tensor")
+        if not isinstance(scales, torch.Tensor):
+            raise TypeError(f"scales must be a torch tensor; got {type(scales).__name__}")
         if scales.ndim != 2 or scales.shape[0] != codes.shape[0] or codes.shape[1] % scales.shape[1]:
             raise ValueError(
                 f"scales must have shape (n_out, n_in // group_size); got {tuple(scales.shape)} for codes "
@@ -129,6 +151,8 @@ class QuantLinear(nn.Module):
             )
         if not torch.isfinite(scales).all() or not (scales > 0).all():
             raise ValueError("scales must be finite and strictly positive")
+        if bias is not None:
+            check_tensor("bias", bias, shape=(codes.shape[0],), floating=True)
         self.bits = int(bits)
         self.in_features = int(codes.shape[1])
         self.out_features = int(codes.shape[0])
@@ -164,6 +188,12 @@ class QuantLinear(nn.Module):
         return w.reshape(self.out_features, self.in_features)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x @ W^T + b`` on the last axis, like ``nn.Linear``: its shape is checked, its values are not
+        scanned (a NaN row gives NaN outputs, as in torch's own layers; an empty batch gives an empty output)."""
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"x must be a torch tensor; got {type(x).__name__}")
+        if x.ndim == 0 or x.shape[-1] != self.in_features:
+            raise ValueError(f"x must have {self.in_features} features on its last axis; got shape {tuple(x.shape)}")
         w = self.dequantize().to(x.dtype)
         return nn.functional.linear(x, w, None if self.bias is None else self.bias.to(x.dtype))
 

@@ -70,14 +70,14 @@ def check_loss(value: Any, where: str = "closure") -> float:
     """A loss returned by a closure as a finite float; ``TypeError``/``ValueError`` naming ``where`` otherwise."""
     if isinstance(value, torch.Tensor):
         if value.numel() != 1:
-            raise ValueError(f"{where} must return a scalar loss; got a tensor of shape {tuple(value.shape)}")
+            raise ValueError(f"{where} must return a scalar loss value; got a tensor of shape {tuple(value.shape)}")
         x = float(value.detach().reshape(()).item())
     elif isinstance(value, numbers.Real) and not isinstance(value, bool):
         x = float(value)
     else:
-        raise TypeError(f"{where} must return a scalar loss (a number or a one-element tensor); got {value!r}")
+        raise TypeError(f"{where} must return a scalar loss value (a number or a one-element tensor); got {value!r}")
     if not math.isfinite(x):
-        raise ValueError(f"{where} returned a non-finite loss ({x}); the parameters were restored")
+        raise ValueError(f"{where} returned a non-finite loss value ({x}); the parameters were restored")
     return x
 
 
@@ -140,6 +140,16 @@ class ZerothOrderOptimizer(torch.optim.Optimizer):
         if clip is not None:
             check_positive("clip", clip)
         seed = check_int("seed", seed, low=0)
+        if not isinstance(params, torch.Tensor):  # torch's own message names params for a bare tensor
+            params = list(params)
+            if not params:
+                raise ValueError("params must hold at least one tensor: nothing to optimise (an empty parameter list)")
+            for i, p in enumerate(params):
+                if isinstance(p, torch.Tensor) and not p.is_leaf:
+                    raise ValueError(
+                        f"params[{i}] must be a leaf tensor (an nn.Parameter or a tensor you created); got the "
+                        "result of an operation"
+                    )
         super().__init__(params, dict(lr=float(lr), eps=float(eps), clip=clip, **defaults))
         for group in self.param_groups:
             check_real("lr", group["lr"], low=0.0)
@@ -158,9 +168,12 @@ class ZerothOrderOptimizer(torch.optim.Optimizer):
     def _validate_params(self) -> None:
         if not self._params():
             raise ValueError("params: nothing to optimise")
-        for p in self._params():
+        for i, p in enumerate(self._params()):
             if not p.is_floating_point():
                 raise TypeError("params must be floating-point tensors")
+            if not bool(torch.isfinite(p).all()):
+                where = " (a point of the positive orthant: finite and strictly positive)" if self.positive else ""
+                raise ValueError(f"params[{i}] must contain only finite values{where}; found NaN or inf")
 
     @property
     def _zo_state(self) -> dict[str, Any]:

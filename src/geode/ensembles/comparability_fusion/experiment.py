@@ -20,7 +20,7 @@ from geode.core.random import as_generator
 from geode.core.validation import check_array, check_int, check_real
 from geode.ensembles.comparability_fusion.recovery import ComparabilityRecovery
 from geode.ensembles.fusion import PerOracleTemperatureScaling, TemperatureScaling, log_pool, mean_fusion
-from geode.ensembles.simplex import accuracy, clr, expected_calibration_error, kl_divergence, nll, softmax
+from geode.ensembles.simplex import _clr, _softmax, accuracy, expected_calibration_error, kl_divergence, nll
 
 __all__ = ["FUSERS", "digits_oracles", "evaluate_fusers", "radial_oracles"]
 
@@ -90,10 +90,10 @@ def radial_oracles(
     logit_scale = check_real("logit_scale", logit_scale, low=0.0)
     noise = check_real("noise", noise, low=0.0)
     rng = as_generator(seed)
-    q = softmax(rng.normal(0.0, logit_scale, size=(n, n_classes)))
+    q = _softmax(rng.normal(0.0, logit_scale, size=(n, n_classes)))
     eps_noise = rng.normal(0.0, 1.0, size=(taus.shape[0], n, n_classes))
     eps_noise -= eps_noise.mean(axis=-1, keepdims=True)
-    P = softmax(taus[:, None, None] * clr(q)[None] + noise * eps_noise)
+    P = _softmax(taus[:, None, None] * _clr(q)[None] + noise * eps_noise)
     if tail is not None:
         tail = check_array("tail", tail, shape=(taus.shape[0],))
         if tail.min() < 0 or tail.max() >= 1:
@@ -200,7 +200,7 @@ def evaluate_fusers(
         if method == "cr":
             cr = ComparabilityRecovery("closed_form")
             return cr
-        return lambda P: softmax(ctrl_scales[:, None, None] * clr(P))
+        return lambda P: _softmax(ctrl_scales[:, None, None] * _clr(P))
 
     def pipeline(method: str, pool: str, Pc: np.ndarray, yc: np.ndarray) -> Any:
         rect = rectifier(method)

@@ -64,9 +64,9 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from geode.core.validation import check_choice, check_int, check_real
+from geode.core.validation import check_array, check_choice, check_int, check_real
 from geode.ensembles.fusion import FUSION_RULES, direct_fusion, fit_inverse_temperature
-from geode.ensembles.simplex import DEFAULT_EPS, as_oracle_stack, clr, nll, softmax
+from geode.ensembles.simplex import DEFAULT_EPS, _clr, _softmax, as_oracle_stack, nll
 
 __all__ = ["DESCRIPTORS", "VARIANTS", "ComparabilityRecovery", "geometry_descriptor", "project_log_scales"]
 
@@ -93,6 +93,7 @@ def geometry_descriptor(
     """
     check_choice("descriptor", descriptor, DESCRIPTORS)
     support_floor = check_real("support_floor", support_floor, low=0.0, high=1.0, high_inclusive=False)
+    eps = check_real("eps", eps, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
     P = as_oracle_stack("P", P, atol=1e-4)
     return _descriptor(P, descriptor, eps, support_floor)
 
@@ -113,7 +114,7 @@ def _descriptor(P: np.ndarray, descriptor: str, eps: float, floor: float = DEFAU
     if descriptor == "clr_norm":
         return _shared_support_clr_norm(P, eps, floor)
     if descriptor == "clr_norm_floored":
-        return np.linalg.norm(clr(P, eps=eps), axis=-1).mean(axis=-1)
+        return np.linalg.norm(_clr(P, eps), axis=-1).mean(axis=-1)
     if descriptor == "entropy":
         return -np.sum(np.where(P > 0, P * np.log(np.maximum(P, 1e-300)), 0.0), axis=-1).mean(axis=-1)
     return P.max(axis=-1).mean(axis=-1)
@@ -124,9 +125,14 @@ def project_log_scales(log_a: Any, low: float, high: float, *, n_iter: int = 100
 
     The projection is :math:`x_m = \\operatorname{clip}(u_m - \\nu, low, high)` with the scalar
     :math:`\\nu` such that :math:`\\sum_m x_m = 0` (found by bisection; the sum is non-increasing in :math:`\\nu`).
-    Requires ``low <= 0 <= high``.
+    Requires ``low <= 0 <= high`` and a finite, non-empty 1-D ``log_a``.
     """
-    u = np.asarray(log_a, dtype=float)
+    u = check_array("log_a", log_a, ndim=1)
+    if u.shape[0] == 0:
+        raise ValueError("log_a must hold at least one log-scale; got an empty array")
+    low = check_real("low", low)
+    high = check_real("high", high)
+    n_iter = check_int("n_iter", n_iter, low=1)
     if not (low <= 0.0 <= high):
         raise ValueError(f"log-scale bounds must satisfy low <= 0 <= high; got [{low}, {high}]")
     lo, hi = float(u.min() - high), float(u.max() - low)
@@ -279,7 +285,7 @@ class ComparabilityRecovery(BaseEstimator):
         hi = np.full(Z.shape[0], np.log(self._bounds[1]) + 2.0)
         for _ in range(60):
             mid = 0.5 * (lo + hi)
-            val = _descriptor(softmax(np.exp(mid)[:, None, None] * Z), self.descriptor, self.eps, self.support_floor)
+            val = _descriptor(_softmax(np.exp(mid)[:, None, None] * Z), self.descriptor, self.eps, self.support_floor)
             too_big = (val > target) if increasing else (val < target)
             hi = np.where(too_big, mid, hi)
             lo = np.where(too_big, lo, mid)
@@ -305,7 +311,7 @@ class ComparabilityRecovery(BaseEstimator):
         """
         self._validate()
         P = self._stack(P, normalize)
-        Z = clr(P, eps=self.eps)
+        Z = _clr(P, self.eps)
         mu = Z.mean(axis=1)  # (M, C), mean clr vector per oracle
         log_a = self._project(self._closed_form_log_scales(P, Z))
         b = self._biases(np.exp(log_a), mu, None)
@@ -313,11 +319,11 @@ class ComparabilityRecovery(BaseEstimator):
         if self.variant == "alternating":
             lo, hi = self._bounds
             for it in range(1, self.max_iter + 1):
-                qbar = softmax(np.exp(log_a)[:, None, None] * Z + b[:, None, :]).mean(axis=0)  # consensus
+                qbar = _softmax(np.exp(log_a)[:, None, None] * Z + b[:, None, :]).mean(axis=0)  # consensus
                 targets = np.broadcast_to(qbar, P.shape)
                 beta = fit_inverse_temperature(Z, targets, bias=b, low=lo * 1e-2, high=hi * 1e2)
                 new = self._project(np.log(beta))
-                b = self._biases(np.exp(new), mu, clr(qbar, eps=self.eps).mean(axis=0))
+                b = self._biases(np.exp(new), mu, _clr(qbar, self.eps).mean(axis=0))
                 step = float(np.max(np.abs(new - log_a)))
                 log_a = new
                 self.n_iter_ = it
@@ -347,7 +353,7 @@ class ComparabilityRecovery(BaseEstimator):
         return self._out(self._rectify(P))
 
     def _rectify(self, P: np.ndarray) -> np.ndarray:
-        return softmax(self.scales_[:, None, None] * clr(P, eps=self.eps) + self.biases_[:, None, :])
+        return _softmax(self.scales_[:, None, None] * _clr(P, self.eps) + self.biases_[:, None, :])
 
     def fit_transform(self, P: Any, y: Any = None, *, normalize: bool = False) -> np.ndarray:
         """:meth:`fit` then :meth:`transform` on the same outputs."""

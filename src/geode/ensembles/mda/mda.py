@@ -9,6 +9,7 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
+from geode.core.validation import check_int, check_positive, check_real, check_tensor
 from geode.ensembles.merging import LayerwiseMerger, check_state_dicts
 
 __all__ = ["MDA", "align_task_vectors", "mda_tensor", "polar"]
@@ -22,7 +23,14 @@ def polar(m: Any) -> Any:
 
     Singular directions with :math:`\\sigma \\le 10^{-6}\\sigma_{\\max}` are dropped, which makes the factor
     unique for a rank-deficient ``m`` (the partial isometry on its range; duplicated tasks share it).
+    ``m`` must be a finite, non-empty 2-D tensor.
     """
+
+    check_tensor("m", m, ndim=2)
+    return _polar(m)
+
+
+def _polar(m: Any) -> Any:
     import torch
 
     p, s, qh = torch.linalg.svd(m, full_matrices=False)
@@ -47,12 +55,27 @@ def align_task_vectors(tensors: Sequence[Any], *, rank_frac: float = 1.0) -> lis
     Identities (tested): if the task subspaces are already orthogonal and of rank <= r, nothing changes;
     ``K`` identical task vectors of rank <= r become ``τ/K`` each, so their sum is ``τ``.
     """
+
+    rank_frac = check_positive("rank_frac", rank_frac)
+    _check_tensors("tensors", tensors)
+    return _align(tensors, rank_frac)
+
+
+def _check_tensors(name: str, tensors: Any, shape: tuple[int, ...] | None = None) -> None:
+    """``tensors``: a non-empty sequence of finite, non-empty tensors of one shape (``shape`` if given)."""
+    if isinstance(tensors, (str, bytes)) or not isinstance(tensors, Sequence) or len(tensors) == 0:
+        raise ValueError(f"{name} must hold at least one task vector (a non-empty sequence of tensors)")
+    for i, t in enumerate(tensors):
+        check_tensor(f"{name}[{i}]", t, floating=True)
+        want = tuple(tensors[0].shape) if shape is None else shape
+        if tuple(t.shape) != want:
+            ref = "tensors[0]" if shape is None else "base"
+            raise ValueError(f"{name}[{i}] has shape {tuple(t.shape)}, {ref} has {want} (one shape for all)")
+
+
+def _align(tensors: Sequence[Any], rank_frac: float) -> list[Any]:
     import torch
 
-    if len(tensors) == 0:
-        raise ValueError("tensors must hold at least one task vector")
-    if not 0.0 < rank_frac:
-        raise ValueError(f"rank_frac must be > 0, got {rank_frac}")
     if tensors[0].dim() != 2:
         return [t.clone() for t in tensors]
     k = len(tensors)
@@ -63,8 +86,8 @@ def align_task_vectors(tensors: Sequence[Any], *, rank_frac: float = 1.0) -> lis
         us.append(u[:, :r])
         ss.append(s[:r])
         vs.append(vh[:r].T)
-    u_al = polar(torch.cat(us, 1))
-    v_al = polar(torch.cat(vs, 1))
+    u_al = _polar(torch.cat(us, 1))
+    v_al = _polar(torch.cat(vs, 1))
     return [u_al[:, i * r : (i + 1) * r] @ torch.diag(ss[i]) @ v_al[:, i * r : (i + 1) * r].T for i in range(k)]
 
 
@@ -85,10 +108,11 @@ def mda_tensor(base: Any, tensors: Sequence[Any], *, lam: float = 1.0, rank_frac
     rank_frac : float
         Rank per task as a fraction of ``min(m, n) / K``.
     """
-    for i, t in enumerate(tensors):
-        if tuple(t.shape) != tuple(base.shape):
-            raise ValueError(f"tensors[{i}] has shape {tuple(t.shape)}, base has {tuple(base.shape)}")
-    al = align_task_vectors([t - base for t in tensors], rank_frac=rank_frac)
+    lam = check_real("lam", lam)
+    rank_frac = check_positive("rank_frac", rank_frac)
+    check_tensor("base", base, floating=True)
+    _check_tensors("tensors", tensors, tuple(base.shape))
+    al = _align([t - base for t in tensors], rank_frac)
     return base + lam * sum(al)
 
 
@@ -196,10 +220,12 @@ class MDA:
         gamma: float = 1.0,
         rotate: bool = True,
     ) -> None:
-        if not rank_frac > 0:
-            raise ValueError(f"rank_frac must be > 0, got {rank_frac}")
-        if beta < 0 or gamma < 0:
-            raise ValueError(f"beta and gamma must be >= 0, got beta={beta}, gamma={gamma}")
+        lam = check_real("lam", lam)
+        rank_frac = check_positive("rank_frac", rank_frac)
+        lr = check_positive("lr", lr)
+        steps = check_int("steps", steps, low=0)
+        beta = check_real("beta", beta, low=0.0)
+        gamma = check_real("gamma", gamma, low=0.0)
         self.lam, self.rank_frac, self.align = float(lam), float(rank_frac), bool(align)
         self.lr, self.steps, self.beta, self.gamma, self.rotate = lr, int(steps), beta, gamma, rotate
         self.rotations_: list[Any] | None = None
@@ -211,7 +237,7 @@ class MDA:
         taus: list[dict[str, Any]] = [{} for _ in fs]
         for n in names:
             tv = [f[n] - b[n] for f in fs]
-            al = align_task_vectors(tv, rank_frac=self.rank_frac) if self.align else tv
+            al = _align(tv, self.rank_frac) if self.align else tv
             for k in range(len(fs)):
                 taus[k][n] = al[k]
         return b, taus

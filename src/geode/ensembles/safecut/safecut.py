@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from geode.core.validation import check_array, check_choice, check_int, check_real
-from geode.ensembles.mutual import MutualCorrection, RoundState, _forward, _trainable
+from geode.ensembles.mutual import MutualCorrection, RoundState, _forward, _inputs, _trainable
 from geode.ensembles.safecut.cutstat import cut_reliability, cut_statistic
 
 __all__ = ["RELIABILITIES", "SafeCut", "SafeCutGate", "SafeCutRounds", "diversity_loss", "iic_loss"]
@@ -65,7 +65,9 @@ class SafeCutGate:
     def relative_reliability(self, z_t: Any, z_v: Any) -> np.ndarray:
         """:math:`r_i = \\sigma((Z^T_i - Z^V_i)/\\tau)`: above one half when the partner is the more reliable."""
         zt = check_array("z_t", z_t, ndim=1)
-        zv = check_array("z_v", z_v, shape=(zt.shape[0],))
+        zv = check_array("z_v", z_v, ndim=1)
+        if zv.shape != zt.shape:
+            raise ValueError(f"z_t and z_v must have the same length; got {zt.shape[0]} and {zv.shape[0]}")
         if self.tau == math.inf:
             return np.full(zt.shape[0], 0.5)
         u = (zt - zv) / self.tau
@@ -142,6 +144,14 @@ class SafeCutRounds(MutualCorrection):
 RELIABILITIES = ("cut", "confidence", "shuffled", "naive")
 
 
+def _check_probs(name: str, p: Any) -> None:
+    """A (B, C) floating tensor (shape and type only: no scan of the values on the training path)."""
+    if not (hasattr(p, "detach") and hasattr(p, "is_floating_point")):
+        raise TypeError(f"{name} must be a torch tensor of probabilities; got {type(p).__name__}")
+    if p.ndim != 2 or not p.is_floating_point():
+        raise ValueError(f"{name} must be a floating tensor of shape (batch, classes); got {p.dtype} {tuple(p.shape)}")
+
+
 def iic_loss(probs_a: Any, probs_b: Any, eps: float = 1e-8) -> Any:
     """Negative mutual information of the symmetrised joint :math:`P = \\tfrac12(A^\\top B + B^\\top A)/n` (IIC).
 
@@ -149,10 +159,19 @@ def iic_loss(probs_a: Any, probs_b: Any, eps: float = 1e-8) -> Any:
 
         L_{IIC} = -\\sum_{c, c'} P_{cc'} \\bigl(\\log P_{cc'} - \\log P_{c\\cdot} - \\log P_{\\cdot c'}\\bigr),
 
-    with :math:`P` clamped at ``eps`` (Ji et al. 2019, as in the release's ``losses.py``). 0 for a batch of one.
+    with :math:`P` clamped at ``eps`` (Ji et al. 2019, as in the release's ``losses.py``). 0 for a batch of one
+    (or none). A per-step training loss: shapes are checked (two (B, C) tensors of one shape) but values are not
+    scanned, so a NaN in the probabilities propagates to the loss, as in torch's own losses.
     """
     import torch
 
+    _check_probs("probs_a", probs_a)
+    _check_probs("probs_b", probs_b)
+    if probs_a.shape != probs_b.shape:
+        raise ValueError(
+            f"probs_a and probs_b must have the same shape; got {tuple(probs_a.shape)} and {tuple(probs_b.shape)}"
+        )
+    eps = check_real("eps", eps, low=0.0, low_inclusive=False)
     n = probs_a.shape[0]
     if n < 2:
         return probs_a.sum() * 0.0
@@ -163,7 +182,15 @@ def iic_loss(probs_a: Any, probs_b: Any, eps: float = 1e-8) -> Any:
 
 
 def diversity_loss(probs: Any, eps: float = 1e-8) -> Any:
-    """:math:`\\sum_c \\bar p_c \\log \\bar p_c` of the batch mean :math:`\\bar p` (low = diverse)."""
+    """:math:`\\sum_c \\bar p_c \\log \\bar p_c` of the batch mean :math:`\\bar p` (low = diverse).
+
+    A per-step training loss on a non-empty (B, C) tensor: shapes are checked but values are not scanned, so a
+    NaN in the probabilities propagates to the loss, as in torch's own losses.
+    """
+    _check_probs("probs", probs)
+    if probs.shape[0] == 0:
+        raise ValueError("probs must hold at least one row; got an empty batch")
+    eps = check_real("eps", eps, low=0.0, low_inclusive=False)
     m = probs.mean(dim=0).clamp(min=eps)
     return (m * m.log()).sum()
 
@@ -294,7 +321,9 @@ class SafeCut:
     def gates(self, w_t: Any, w_p: Any) -> tuple[np.ndarray, np.ndarray]:
         """:math:`g^{P\\to T} = \\sigma(\\beta(w^P - w^T))`, :math:`g^{T\\to P} = 1 - g^{P\\to T}` (ones if naive)."""
         wt = check_array("w_t", w_t, ndim=1)
-        wp = check_array("w_p", w_p, shape=(wt.shape[0],))
+        wp = check_array("w_p", w_p, ndim=1)
+        if wp.shape != wt.shape:
+            raise ValueError(f"w_t and w_p must have the same length; got {wt.shape[0]} and {wp.shape[0]}")
         if self.reliability == "naive":
             return np.ones_like(wt), np.ones_like(wt)
         g = 0.5 * (1.0 + np.tanh(0.5 * self.beta * (wp - wt)))
@@ -350,13 +379,10 @@ class SafeCut:
 
         from geode.core.random import torch_generator
 
-        x = torch.as_tensor(np.asarray(x) if not isinstance(x, torch.Tensor) else x, dtype=torch.float32)
-        if x.ndim < 2 or x.shape[0] < 2:
-            raise ValueError(f"x must have shape (N, ...) with N >= 2; got {tuple(x.shape)}")
+        x, yy = _inputs(x, y)
         n = x.shape[0]
         if self.reliability in ("cut", "shuffled") and self.k > n - 1:
             raise ValueError(f"k must be <= n_samples - 1 = {n - 1}; got {self.k}")
-        yy = None if y is None else check_array("y", y, shape=(n,), dtype=np.int64)
         model_t, model_v = copy.deepcopy(model_t), copy.deepcopy(model_v)
         gen = torch_generator(self.seed)
         rng = np.random.default_rng(self.seed)

@@ -17,13 +17,13 @@ client-sampling seed (the noise floor of a difference between two runs) and the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
 
 from geode.claims.tuning import tune
-from geode.core.validation import check_choice, check_int, check_positive
+from geode.core.validation import check_choice, check_int, check_positive, check_real
 from geode.federated.clients import BatchedTorchClients
 from geode.federated.craft.aggregation import CRAFT, module_groups
 from geode.federated.partition import dirichlet_partition, label_distribution
@@ -34,6 +34,13 @@ from geode.models.mlp import make_mlp
 __all__ = ["FLSetup", "load_fl_dataset", "make_mlp", "run_fl_benchmark"]
 
 DATASETS = ("digits", "fashion-mnist")
+
+
+_NON_NEGATIVE = (
+    "fedavgm_momenta",
+    "qfedavg_qs",
+    "fedprox_mus",
+)  # float settings that may be 0 (the others must be > 0)
 
 
 @dataclass(frozen=True)
@@ -85,6 +92,17 @@ class FLSetup:
     max_train: int | None = None
     eval_every: int = 10
     ablations: bool = True
+
+    def __post_init__(self) -> None:
+        """Reject a NaN, infinite, non-positive or non-numeric float setting, naming the field."""
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if "float" not in str(f.type) or v is None:
+                continue
+            for i, x in enumerate(v if isinstance(v, tuple) else (v,)):
+                name = f"{f.name}[{i}]" if isinstance(v, tuple) else f.name
+                low_inclusive = f.name in _NON_NEGATIVE
+                check_real(name, x, low=0.0, low_inclusive=low_inclusive)
 
 
 def load_fl_dataset(name: str, seed: int, max_train: int | None = None) -> dict[str, np.ndarray]:

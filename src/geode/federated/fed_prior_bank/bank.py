@@ -78,7 +78,9 @@ class ClassMoments:
 def class_moments(features: Any, labels: Any, n_classes: int) -> ClassMoments:
     """Per-class :math:`n_c`, :math:`\\sum z` and :math:`\\sum z z^\\top` of one client's features (vectorised)."""
     z = check_array("features", features, ndim=2)
-    y = check_array("labels", labels, shape=(z.shape[0],), dtype=np.int64)
+    y = check_array("labels", labels, ndim=1, dtype=np.int64)
+    if y.shape[0] != z.shape[0]:
+        raise ValueError(f"labels must hold one label per row of features ({z.shape[0]}); got {y.shape[0]}")
     n_classes = check_int("n_classes", n_classes, low=1)
     if y.size and (y.min() < 0 or y.max() >= n_classes):
         raise ValueError(f"labels must lie in [0, {n_classes}); got range [{y.min()}, {y.max()}]")
@@ -121,17 +123,21 @@ def federated_class_moments(
     (returned as the :class:`~geode.federated.SecureSumResult`'s ``server_view``).
     """
     if len(client_data) < 2:
-        raise ValueError(
-            f"federated_class_moments needs at least 2 clients for secure aggregation; got {len(client_data)}"
-        )
+        raise ValueError(f"client_data must hold at least 2 clients for secure aggregation; got {len(client_data)}")
+    n_classes = check_int("n_classes", n_classes, low=1)
     vecs = []
     dim = None
-    for k, (z, y) in enumerate(client_data):
-        m = class_moments(z, y, n_classes)
+    for k, entry in enumerate(client_data):
+        if isinstance(entry, (str, bytes)) or not isinstance(entry, Sequence) or len(entry) != 2:
+            raise TypeError(f"client_data[{k}] must be a pair (features, labels)")
+        try:
+            m = class_moments(entry[0], entry[1], n_classes)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"client_data[{k}]: {exc}") from exc
         if dim is None:
             dim = m.sums.shape[1]
         elif m.sums.shape[1] != dim:
-            raise ValueError(f"client {k} has features of dimension {m.sums.shape[1]}; client 0 has {dim}")
+            raise ValueError(f"client_data[{k}] has features of dimension {m.sums.shape[1]}; client_data[0] has {dim}")
         vecs.append(pack_moments(m))
     res = secure_sum(np.stack(vecs), seed=seed, frac_bits=frac_bits)
     total = res.total.copy()
@@ -252,7 +258,7 @@ class PriorBank:
         self.names = tuple(names)
         c = len(self.names)
         if c == 0:
-            raise ValueError("a prior bank needs at least one class")
+            raise ValueError("names must hold at least one class name (a prior bank needs at least one class)")
         e = check_array("embeddings", embeddings, ndim=2)
         if e.shape[0] != c:
             raise ValueError(f"embeddings must have one row per name ({c}); got {e.shape[0]}")

@@ -18,14 +18,14 @@ One seed of :func:`run_prior_bank_experiment`:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 
 from geode.claims.tuning import tune
 from geode.core.random import as_generator
-from geode.core.validation import check_int
+from geode.core.validation import check_int, check_real
 from geode.federated.clients import BatchedTorchClients
 from geode.federated.fed_prior_bank.bank import PriorBank, embed_phrases, federated_class_moments
 from geode.federated.fed_prior_bank.data import make_flow_data
@@ -51,6 +51,15 @@ Tukey-transformed features, MAP with feature retrieval, and the paper's MAP with
 
 MATCHED: tuple[str, ...] = ("LR-support", "DC", "DC-tukey-moments", "MAP-feature")
 """The backbone-matched baselines (same encoder, same bank statistics where they use any)."""
+
+
+_NON_NEGATIVE = (
+    "family_spread",
+    "class_spread",
+    "noise_scale",
+    "dc_tukey_beta",
+    "dc_alphas",
+)  # float settings that may be 0 (the others must be > 0)
 
 
 @dataclass(frozen=True)
@@ -122,6 +131,17 @@ class BankSetup:
     kappa0s: tuple[float, ...] = (0.3, 1.0, 3.0)
     extend: int = 1
     embed_backend: str = "auto"
+
+    def __post_init__(self) -> None:
+        """Reject a NaN, infinite, non-positive or non-numeric float setting, naming the field."""
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if "float" not in str(f.type) or v is None:
+                continue
+            for i, x in enumerate(v if isinstance(v, tuple) else (v,)):
+                name = f"{f.name}[{i}]" if isinstance(v, tuple) else f.name
+                low_inclusive = f.name in _NON_NEGATIVE
+                check_real(name, x, low=0.0, low_inclusive=low_inclusive)
 
 
 def _macro_f1(y: np.ndarray, pred: np.ndarray) -> float:

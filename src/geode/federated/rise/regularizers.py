@@ -38,6 +38,7 @@ No public text or code of RISE was found: the losses above are the research note
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,10 +61,14 @@ __all__ = [
 def _check_zy(z: Any, y: Any) -> None:
     import torch
 
-    if not isinstance(z, torch.Tensor) or z.dim() != 2:
-        raise ValueError(f"features must be a 2-d torch tensor (batch, dim); got {getattr(z, 'shape', type(z))}")
+    if not isinstance(z, torch.Tensor):
+        raise TypeError(f"z (the features) must be a 2-d torch tensor (batch, dim); got {type(z).__name__}")
+    if z.dim() != 2:
+        raise ValueError(f"z (the features) must be a 2-d torch tensor (batch, dim); got shape {tuple(z.shape)}")
     if y is not None and (not isinstance(y, torch.Tensor) or y.shape != (z.shape[0],)):
-        raise ValueError(f"labels must be a 1-d tensor with one label per feature row; got {getattr(y, 'shape', y)}")
+        raise ValueError(
+            f"y (the labels) must be a 1-d tensor with one label per row of z; got {getattr(y, 'shape', y)}"
+        )
 
 
 def client_feature_stats(features: Any, labels: Any, n_classes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -112,14 +117,27 @@ def aggregate_geometry(stats: list[tuple[np.ndarray, np.ndarray, np.ndarray]], r
     :math:`\Sigma_0 = \sum_k S_k / N - m m^\top` (the moments can travel through
     :func:`geode.federated.secure_sum`).
     """
-    if len(stats) == 0:
+    if isinstance(stats, (str, bytes)) or not isinstance(stats, Sequence) or len(stats) == 0:
         raise ValueError("stats must hold at least one client's (counts, sums, second moment)")
-    counts = sum(np.asarray(s[0], dtype=np.float64) for s in stats)
-    sums = sum(np.asarray(s[1], dtype=np.float64) for s in stats)
-    second = sum(np.asarray(s[2], dtype=np.float64) for s in stats)
+    checked = []
+    for k, s in enumerate(stats):
+        if isinstance(s, (str, bytes)) or not isinstance(s, Sequence) or len(s) != 3:
+            raise TypeError(f"stats[{k}] must be a triple (counts, sums, second moment) from client_feature_stats")
+        c = check_array(f"stats[{k}][0]", s[0], ndim=1)
+        sm = check_array(f"stats[{k}][1]", s[1], shape=(c.shape[0], None))
+        sec = check_array(f"stats[{k}][2]", s[2], shape=(sm.shape[1], sm.shape[1]))
+        if checked and (c.shape, sm.shape) != (checked[0][0].shape, checked[0][1].shape):
+            raise ValueError(
+                f"stats[{k}] has {c.shape[0]} classes and dimension {sm.shape[1]}; stats[0] has "
+                f"{checked[0][0].shape[0]} and {checked[0][1].shape[1]}"
+            )
+        checked.append((c, sm, sec))
+    counts = sum(np.asarray(s[0], dtype=np.float64) for s in checked)
+    sums = sum(np.asarray(s[1], dtype=np.float64) for s in checked)
+    second = sum(np.asarray(s[2], dtype=np.float64) for s in checked)
     n = counts.sum()
     if n <= 0:
-        raise ValueError("stats hold no examples")
+        raise ValueError("stats hold no examples (every class count is 0)")
     d = sums.shape[1]
     rank = check_int("rank", rank, low=1, high=d)
     protos = np.divide(sums, counts[:, None], out=np.zeros_like(sums), where=counts[:, None] > 0)
@@ -169,7 +187,13 @@ class BLSCLoss(torch.nn.Module):
         energy = (zc @ self.basis.to(z.dtype)).pow(2).sum(0)
         return energy / energy.sum().clamp_min(self.eps)
 
-    def forward(self, z: Any) -> Any:  # noqa: D102
+    def forward(self, z: Any) -> Any:
+        """The BLSC penalty of a batch ``z`` (B, d): 0 for a batch of fewer than two rows (documented).
+
+        A per-step training loss: shapes are checked, values are not scanned (a NaN propagates, as in torch's
+        own losses).
+        """
+        _check_zy(z, None)
         if z.shape[0] < 2:
             return z.sum() * 0.0
         e = self.energy_profile(z)
@@ -197,7 +221,11 @@ class MRGALoss(torch.nn.Module):
         mu_t = torch.as_tensor(mu, dtype=torch.float32)
         self.register_buffer("graph", F.normalize(mu_t, dim=1) @ F.normalize(mu_t, dim=1).T)
 
-    def forward(self, z: Any, y: Any) -> Any:  # noqa: D102
+    def forward(self, z: Any, y: Any) -> Any:
+        """The MRGA penalty of a batch ``z`` (B, d) with labels ``y`` (B,): 0 when fewer than two classes are
+        present. A per-step training loss: shapes are checked, values are not scanned (a NaN propagates, as in
+        torch's own losses).
+        """
         import torch
         import torch.nn.functional as F
 
@@ -220,7 +248,11 @@ class MRGALoss(torch.nn.Module):
 
 
 def feddecorr_loss(z: Any) -> Any:
-    r"""FedDecorr: :math:`\frac1{d^2}\|\mathrm{corr}(Z)\|_F^2` of a batch (0 for a batch of < 2 rows)."""
+    r"""FedDecorr: :math:`\frac1{d^2}\|\mathrm{corr}(Z)\|_F^2` of a batch (0 for a batch of < 2 rows).
+
+    A per-step training loss: the shape of ``z`` is checked, its values are not scanned (a NaN propagates, as
+    in torch's own losses).
+    """
     _check_zy(z, None)
     if z.shape[0] < 2:
         return z.sum() * 0.0
@@ -230,6 +262,18 @@ def feddecorr_loss(z: Any) -> Any:
 
 
 def proto_kd_loss(z: Any, y: Any, prototypes: Any) -> Any:
-    r"""Prototype KD: :math:`\frac1B \sum_i \|z_i - \mu_{y_i}\|^2` towards global prototypes (a tensor (C, d))."""
+    r"""Prototype KD: :math:`\frac1B \sum_i \|z_i - \mu_{y_i}\|^2` towards global prototypes (a tensor (C, d)).
+
+    A per-step training loss: shapes are checked, values are not scanned (a NaN propagates, as in torch's own
+    losses).
+    """
+    import torch
+
     _check_zy(z, y)
+    if not isinstance(prototypes, torch.Tensor):
+        raise TypeError(f"prototypes must be a torch tensor (C, d); got {type(prototypes).__name__}")
+    if prototypes.dim() != 2 or prototypes.shape[0] == 0 or prototypes.shape[1] != z.shape[1]:
+        raise ValueError(
+            f"prototypes must have shape (C >= 1, {z.shape[1]}) to match z; got {tuple(prototypes.shape)}"
+        )
     return (z - prototypes.to(z.dtype)[y]).pow(2).sum(1).mean()

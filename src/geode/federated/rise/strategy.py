@@ -84,6 +84,11 @@ class _ClientSideStrategy(FedAvg):
         return super().aggregate(global_params, client_params, num_examples, metrics)
 
     def _check_clients_applied(self, metrics: Sequence[Mapping[str, Any]] | None, n_clients: int) -> None:
+        if metrics is not None and len(metrics) != n_clients:
+            raise ValueError(
+                f"metrics must hold one fit-metrics dict per entry of client_params; got {len(metrics)} "
+                f"for {n_clients}"
+            )
         sent = {k: float(v) for k, v in self.configure_fit(0).items() if float(v) > 0}
         if not sent or self._warned:
             return
@@ -219,9 +224,20 @@ class RISE(_ClientSideStrategy):
         template.eval()
         stats = []
         with torch.no_grad():
-            for (x, _, _, _), y in zip(rows, labels):
+            for k, ((x, _, _, _), y) in enumerate(zip(rows, labels)):
                 xt = torch.as_tensor(np.asarray(x.cpu() if isinstance(x, torch.Tensor) else x, dtype=np.float32))
-                stats.append(client_feature_stats(body(xt).numpy(), y, n_classes))
+                if not bool(torch.isfinite(xt).all()):
+                    raise ValueError(f"client_data[{k}][0] (x) must contain only finite values (found NaN or inf)")
+                try:
+                    feats = body(xt).numpy()
+                except RuntimeError as exc:
+                    raise ValueError(
+                        f"client_data[{k}][0] (x) of shape {tuple(xt.shape)} does not fit the model: {exc}"
+                    ) from exc
+                try:
+                    stats.append(client_feature_stats(feats, y, n_classes))
+                except (TypeError, ValueError) as exc:
+                    raise type(exc)(f"client_data[{k}]: {exc}") from exc
         template.train(was_training)
         d = stats[0][1].shape[1]
         geometry = aggregate_geometry(stats, rank=min(8, d) if rank is None else rank)

@@ -109,7 +109,15 @@ class LogMetric(OrthantMetric):
         return xdot * xdot / x
 
     def distance(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """Geodesic distance :math:`\\lVert \\log y - \\log x \\rVert_2`."""
+        """Geodesic distance :math:`\\lVert \\log y - \\log x \\rVert_2` between two points of the orthant."""
+        for name, t in (("x", x), ("y", y)):
+            if not isinstance(t, torch.Tensor):
+                raise TypeError(f"{name} must be a torch tensor; got {type(t).__name__}")
+            if t.numel() == 0:
+                raise ValueError(f"{name} must not be empty")
+            _positive(name, t)
+        if x.shape != y.shape:
+            raise ValueError(f"x and y must have the same shape; got {tuple(x.shape)} and {tuple(y.shape)}")
         return torch.linalg.vector_norm(torch.log(y) - torch.log(x))
 
     def move_(self, x: torch.Tensor, z: torch.Tensor, t: float, *, consume: bool = False) -> torch.Tensor:
