@@ -125,3 +125,45 @@ def check_api(fn, *args, ok: dict[tuple[str, str], str] | None = None, **kwargs)
 def api_contract():
     """``check_api(fn, *args, ok=..., **kwargs)``: the calls of bad inputs that do not fail cleanly (empty: all do)."""
     return check_api
+
+
+# A field's contract test module defines its table and two one-line tests:
+#   PACKAGE = geode.<field>
+#   CALLS = {name: lambda: (args, kwargs)}        every callable public name (and "Class.method" wrappers)
+#   METHODS = {"Class.method": wrapper}           optional: wrappers whose parameters carry the method's names
+#   NOT_CALLED = {name: reason}                   optional: constants, types, containers, long runs
+#   OK = {name: {(argument, corruption): reason}} optional: documented results for a bad input
+#   def test_every_public_name_is_covered(api_coverage): assert api_coverage == []
+#   def test_bad_inputs_fail_cleanly(public_name, api_problems): assert api_problems(public_name) == []
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "public_name" in metafunc.fixturenames:
+        metafunc.parametrize("public_name", sorted(metafunc.module.CALLS))
+
+
+@pytest.fixture
+def api_coverage(request: pytest.FixtureRequest) -> list[str]:
+    """What the module's contract table misses: names of ``PACKAGE.__all__`` neither called nor excused, and more."""
+    mod = request.module
+    names = set(mod.PACKAGE.__all__)
+    methods, not_called = getattr(mod, "METHODS", {}), getattr(mod, "NOT_CALLED", {})
+    called = set(mod.CALLS) - set(methods)
+    out = [f"{n}: neither in CALLS nor in NOT_CALLED" for n in sorted(names - called - set(not_called))]
+    out += [f"{n}: not a public name" for n in sorted((called | set(not_called)) - names)]
+    out += [f"{n}: both called and not called" for n in sorted(set(mod.CALLS) & set(not_called))]
+    out += [f"{m}: its class is not public" for m in sorted(methods) if m.split(".")[0] not in names]
+    out += [f"{m}: a method wrapper without a call in CALLS" for m in sorted(set(methods) - set(mod.CALLS))]
+    return out
+
+
+@pytest.fixture
+def api_problems(request: pytest.FixtureRequest):
+    """``api_problems(name)``: :func:`check_api` of the module's ``CALLS[name]`` (its wrapper for a method)."""
+    mod = request.module
+
+    def run(name: str) -> list[str]:
+        methods = getattr(mod, "METHODS", {})
+        fn = methods[name] if name in methods else getattr(mod.PACKAGE, name)
+        args, kwargs = mod.CALLS[name]()
+        return check_api(fn, *args, ok=getattr(mod, "OK", {}).get(name, {}), **kwargs)
+
+    return run
