@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from geode.core.validation import check_real
 from geode.graphs.pyg import APPNP, GCNConv, MessagePassing, gcn_norm
 
 __all__ = [
@@ -63,12 +64,26 @@ def _check_dims(**dims: Any) -> None:
 
 
 def _check_p(dropout: float) -> None:
-    if not 0.0 <= dropout < 1.0:
-        raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+    check_real("dropout", dropout, low=0.0, high=1.0, high_inclusive=False)
+
+
+def check_nodes(name: str, x: Any, dim: int | None = None) -> None:
+    """Node features ``[N >= 1, dim]`` (dense or sparse): the type and shape only, no scan of the values.
+
+    The models' forwards run at every training step, so NaN or infinity in the features propagates like
+    torch's own layers (the class docstrings say so); :func:`fit_node_classifier` checks its data once.
+    """
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name} must be a tensor of node features [N, {dim or 'F'}]; got {type(x).__name__}")
+    if x.dim() != 2 or x.size(0) == 0 or (dim is not None and x.size(1) != dim):
+        raise ValueError(f"{name} must have shape [N >= 1, {dim or 'F'}]; got {tuple(x.shape)}")
 
 
 class MLP(nn.Module):
-    """Two-layer perceptron on the node features alone (the graph-free control)."""
+    """Two-layer perceptron on the node features alone (the graph-free control).
+
+    Its forward checks the features' type and shape only; NaN propagates like torch's own layers.
+    """
 
     def __init__(self, in_dim: int, hidden: int, out_dim: int, dropout: float = 0.5) -> None:
         super().__init__()
@@ -77,18 +92,23 @@ class MLP(nn.Module):
         self.lin1, self.lin2, self.dropout = nn.Linear(in_dim, hidden), nn.Linear(hidden, out_dim), dropout
 
     def forward(self, x: Tensor, edge_index: Tensor | None = None) -> Tensor:
+        check_nodes("x", x, self.lin1.in_features)
         x = F.relu(linear(self.lin1, input_dropout(x, self.dropout, self.training)))
         return self.lin2(F.dropout(x, self.dropout, self.training))
 
 
 class NormProp(MessagePassing):
-    """The symmetric-normalised propagation ``Â X`` with ``Â = D^{-1/2}(A + I)D^{-1/2}`` (normalisation cached)."""
+    """The symmetric-normalised propagation ``Â X`` with ``Â = D^{-1/2}(A + I)D^{-1/2}`` (normalisation cached).
+
+    Its forward checks the features' type and shape only; NaN propagates like torch's own layers.
+    """
 
     def __init__(self) -> None:
         super().__init__(aggr="add")
         self._cache: tuple[Tensor, Tensor, Tensor] | None = None
 
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
+        check_nodes("x", x)
         ei, w = _cached_norm(self, edge_index, x.size(0))
         return self.propagate(ei, x=x, edge_weight=w)
 
@@ -101,6 +121,8 @@ class GCN(nn.Module):
 
     The first layer is computed as ``Â (X W) + b`` (so a sparse ``X`` is never densified); the others are
     PyG ``GCNConv`` layers.
+
+    Its forward checks the features' type and shape only; NaN propagates like torch's own layers.
     """
 
     def __init__(self, in_dim: int, hidden: int, out_dim: int, dropout: float = 0.5, layers: int = 2) -> None:
@@ -117,6 +139,7 @@ class GCN(nn.Module):
         self.dropout = dropout
 
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
+        check_nodes("x", x, self.lin_in.in_features)
         h = linear(self.lin_in, input_dropout(x, self.dropout, self.training))
         h = F.relu(self.prop(h - self.lin_in.bias, edge_index) + self.lin_in.bias)
         for i, conv in enumerate(self.convs):
@@ -127,7 +150,10 @@ class GCN(nn.Module):
 
 
 class APPNPNet(nn.Module):
-    """APPNP (Gasteiger et al., ICLR 2019): an MLP, then PyG's ``APPNP`` personalised-PageRank propagation."""
+    """APPNP (Gasteiger et al., ICLR 2019): an MLP, then PyG's ``APPNP`` personalised-PageRank propagation.
+
+    Its forward checks the features' type and shape only; NaN propagates like torch's own layers.
+    """
 
     def __init__(
         self, in_dim: int, hidden: int, out_dim: int, dropout: float = 0.5, hops: int = 10, alpha: float = 0.1
@@ -135,10 +161,12 @@ class APPNPNet(nn.Module):
         super().__init__()
         _check_dims(in_dim=in_dim, hidden=hidden, out_dim=out_dim, hops=hops)
         _check_p(dropout)
+        alpha = check_real("alpha", alpha, low=0.0, high=1.0, low_inclusive=False)
         self.mlp = MLP(in_dim, hidden, out_dim, dropout)
         self.prop = APPNP(hops, alpha, cached=True)
 
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
+        check_nodes("x", x, self.mlp.lin1.in_features)
         return self.prop(self.mlp(x), edge_index)
 
 
@@ -147,19 +175,21 @@ class GPRProp(MessagePassing):
 
     ``gamma_k = alpha (1 - alpha)^k`` for ``k < K`` and ``(1 - alpha)^K`` at ``k = K`` (Chien et al.'s
     ``PPR`` initialisation), ``Â = D^{-1/2}(A + I)D^{-1/2}``.
+
+    Its forward checks the features' type and shape only; NaN propagates like torch's own layers.
     """
 
     def __init__(self, hops: int = 10, alpha: float = 0.1) -> None:
         super().__init__(aggr="add")
         _check_dims(hops=hops)
-        if not 0.0 < alpha <= 1.0:
-            raise ValueError(f"alpha must be in (0, 1], got {alpha}")
+        alpha = check_real("alpha", alpha, low=0.0, high=1.0, low_inclusive=False)
         g = [alpha * (1 - alpha) ** k for k in range(hops)] + [(1 - alpha) ** hops]
         self.hops = hops
         self.gamma = nn.Parameter(torch.tensor(g, dtype=torch.float32))
         self._cache: tuple[Tensor, Tensor, Tensor] | None = None
 
     def forward(self, z: Tensor, edge_index: Tensor) -> Tensor:
+        check_nodes("z", z)
         ei, w = _cached_norm(self, edge_index, z.size(0))
         out = self.gamma[0] * z
         for k in range(1, self.hops + 1):
@@ -180,7 +210,10 @@ def _cached_norm(mod: Any, edge_index: Tensor, n: int) -> tuple[Tensor, Tensor]:
 
 
 class GPRGNN(nn.Module):
-    """GPR-GNN: an MLP, then :class:`GPRProp` (dropout on the MLP's output before propagating, ``dprate``)."""
+    """GPR-GNN: an MLP, then :class:`GPRProp` (dropout on the MLP's output before propagating, ``dprate``).
+
+    Its forward checks the features' type and shape only; NaN propagates like torch's own layers.
+    """
 
     def __init__(
         self, in_dim: int, hidden: int, out_dim: int, dropout: float = 0.5, hops: int = 10, alpha: float = 0.1
@@ -193,6 +226,7 @@ class GPRGNN(nn.Module):
         self.dropout = dropout
 
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
+        check_nodes("x", x, self.mlp.lin1.in_features)
         return self.prop(F.dropout(self.mlp(x), self.dropout, self.training), edge_index)
 
 
@@ -227,7 +261,10 @@ class _ACMLayer(MessagePassing):
 
 
 class ACMGCN(nn.Module):
-    """ACM-GCN-style mixer: two layers that mix low-pass, high-pass and identity channels per node."""
+    """ACM-GCN-style mixer: two layers that mix low-pass, high-pass and identity channels per node.
+
+    Its forward checks the features' type and shape only; NaN propagates like torch's own layers.
+    """
 
     def __init__(self, in_dim: int, hidden: int, out_dim: int, dropout: float = 0.5) -> None:
         super().__init__()
@@ -236,6 +273,7 @@ class ACMGCN(nn.Module):
         self.l1, self.l2, self.dropout = _ACMLayer(in_dim, hidden), _ACMLayer(hidden, out_dim), dropout
 
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
+        check_nodes("x", x, self.l1.low.in_features)
         h = self.l1(input_dropout(x, self.dropout, self.training), edge_index, act=True)
         return self.l2(F.dropout(h, self.dropout, self.training), edge_index, act=False)
 
@@ -276,6 +314,19 @@ def fit_node_classifier(
     """
     if epochs < 1 or patience < 1:
         raise ValueError(f"epochs and patience must be >= 1, got {epochs}, {patience}")
+    lr = check_real("lr", lr, low=0.0, low_inclusive=False)
+    weight_decay = check_real("weight_decay", weight_decay, low=0.0)
+    if not isinstance(masks, (tuple, list)) or len(masks) != 3:
+        raise ValueError(f"masks must be three node masks (train, val, test); got {type(masks).__name__}")
+    n = int(data.y.numel())
+    for what, m in zip(("train", "val", "test"), masks):
+        if not isinstance(m, Tensor) or m.shape[:1] != (n,):
+            got = tuple(m.shape) if isinstance(m, Tensor) else type(m).__name__
+            raise ValueError(f"masks must be node masks of shape [{n}]; the {what} mask is {got}")
+    check_nodes("data.x", data.x)
+    values = data.x if data.x.layout == torch.strided else data.x.values()
+    if not bool(values.isfinite().all()):
+        raise ValueError("data.x must contain only finite values (found NaN or inf)")
     train, val, test = masks
     from geode.graphs.data import validate_edge_index
 

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from geode.core.validation import check_int, check_real
+
 __all__ = [
     "GRAPH_NAMES",
     "csbm",
@@ -71,15 +73,23 @@ def validate_edge_index(edge_index: Any, num_nodes: int, *, symmetric: bool = Fa
         ``symmetric=True``) an edge whose reverse is missing.
     """
     torch = _torch()
-    if not isinstance(edge_index, torch.Tensor) or edge_index.dim() != 2 or edge_index.size(0) != 2:
-        raise ValueError(f"{name} must be an integer tensor of shape [2, E]")
+    if not isinstance(edge_index, torch.Tensor):
+        raise TypeError(f"{name} must be an integer tensor of shape [2, E]; got {type(edge_index).__name__}")
+    if edge_index.dim() != 2 or edge_index.size(0) != 2:
+        raise ValueError(f"{name} must be an integer tensor of shape [2, E]; got shape {tuple(edge_index.shape)}")
     if edge_index.dtype not in (torch.int64, torch.int32):
         raise ValueError(f"{name} must hold integers (int64), got {edge_index.dtype}")
-    if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= num_nodes):
-        raise ValueError(
-            f"{name} has edges outside the node range [0, {num_nodes}): "
-            f"min {int(edge_index.min())}, max {int(edge_index.max())}"
-        )
+    num_nodes = check_int("num_nodes", num_nodes, low=0)
+    if edge_index.numel():
+        bad = (edge_index < 0) | (edge_index >= num_nodes)
+        if bool(bad.any()):
+            e = int(bad.any(0).nonzero()[0, 0])
+            node = int(edge_index[0, e] if bad[0, e] else edge_index[1, e])
+            raise ValueError(
+                f"{name} has edges outside the node range [0, {num_nodes}): node index {node} in edge {e} "
+                f"({int(edge_index[0, e])}, {int(edge_index[1, e])}); min {int(edge_index.min())}, "
+                f"max {int(edge_index.max())}"
+            )
     if symmetric and edge_index.numel():
         fwd = edge_index[0].long() * num_nodes + edge_index[1].long()
         rev = edge_index[1].long() * num_nodes + edge_index[0].long()
@@ -90,7 +100,16 @@ def validate_edge_index(edge_index: Any, num_nodes: int, *, symmetric: bool = Fa
 def edge_homophily(edge_index: Any, y: Any) -> float:
     """Edge homophily: the share of edges whose two ends have the same label, ``|{(i,j): y_i = y_j}| / |E|``."""
     torch = _torch()
-    y = torch.as_tensor(y)
+    if isinstance(edge_index, (np.ndarray, list, tuple)):  # an index array: read as a tensor
+        arr = np.asarray(edge_index)
+        if arr.dtype.kind in "iu":
+            edge_index = torch.as_tensor(arr)
+    try:
+        y = torch.as_tensor(np.asarray(y) if not isinstance(y, torch.Tensor) else y)
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise TypeError(f"y must be a tensor or array of node labels; got {type(y).__name__}") from exc
+    if y.dim() != 1:
+        raise ValueError(f"y must be one label per node, shape [N]; got {tuple(y.shape)}")
     validate_edge_index(edge_index, int(y.numel()))
     if edge_index.size(1) == 0:
         raise ValueError("edge_index has no edges: edge homophily is undefined")
@@ -107,6 +126,9 @@ def _undirected(src: np.ndarray, dst: np.ndarray, n: int) -> Any:
 
 def random_split(n: int, rng: np.random.Generator, train: float = 0.6, val: float = 0.2) -> dict[str, Any]:
     """Boolean train/val/test masks of a random ``train/val/1-train-val`` split of ``n`` nodes."""
+    n = check_int("n", n, low=1)
+    train = check_real("train", train, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+    val = check_real("val", val, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
     if not (0 < train < 1 and 0 < val < 1 and train + val < 1):
         raise ValueError(f"train and val must be in (0, 1) with train + val < 1, got {train}, {val}")
     torch = _torch()
@@ -176,6 +198,7 @@ def csbm(
     paper's homophily spectrum is about.
     """
     _check_common(num_nodes, num_classes, degree, num_features, signal)
+    homophily = check_real("homophily", homophily, low=0.0, high=1.0)
     if not 0.0 <= homophily <= 1.0:
         raise ValueError(f"homophily must be in [0, 1], got {homophily}")
     return _generate(
@@ -211,6 +234,9 @@ def mixed_homophily_graph(
     both halves; a per-node filter can serve each.
     """
     _check_common(num_nodes, num_classes, degree, num_features, signal)
+    if not isinstance(homophily, (tuple, list)) or len(homophily) != 2:
+        raise ValueError(f"homophily must be two values in [0, 1], got {homophily!r}")
+    homophily = tuple(check_real("homophily", h, low=0.0, high=1.0) for h in homophily)
     if len(homophily) != 2 or not all(0.0 <= h <= 1.0 for h in homophily):
         raise ValueError(f"homophily must be two values in [0, 1], got {homophily}")
     rng = np.random.default_rng(seed + 7919)
@@ -226,12 +252,10 @@ def _check_common(num_nodes: int, num_classes: int, degree: float, num_features:
         raise ValueError(f"num_classes must be an int >= 2, got {num_classes!r}")
     if not isinstance(num_nodes, int) or num_nodes < 4 * num_classes:
         raise ValueError(f"num_nodes must be an int >= 4 * num_classes, got {num_nodes!r}")
-    if degree <= 0:
-        raise ValueError(f"degree must be > 0, got {degree}")
+    check_real("degree", degree, low=0.0, low_inclusive=False)
     if not isinstance(num_features, int) or num_features < 1:
         raise ValueError(f"num_features must be an int >= 1, got {num_features!r}")
-    if signal < 0:
-        raise ValueError(f"signal must be >= 0, got {signal}")
+    check_real("signal", signal, low=0.0)
 
 
 def _generate(

@@ -39,6 +39,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from geode.core.validation import check_array, check_int, check_real
+
 __all__ = ["ADA", "MomentMatching", "ObservableDiscriminator", "RealNVP", "ZukoFlow", "fit_flow", "maxent_reweight"]
 
 Observable = Callable[[torch.Tensor], torch.Tensor]
@@ -66,6 +68,26 @@ def _check_flow(name: str, obj: object) -> None:
             f"{name} must be a flow with {', '.join(_FLOW_API)} (RealNVP, ZukoFlow, or a module of your own with "
             f"them); {type(obj).__name__} has no {', '.join(missing)}"
         )
+
+
+def _check_affine(loc: Any, scale: Any, dim: int) -> None:
+    """``loc`` and ``scale`` of the affine standardisation: None, or ``dim`` finite values (``scale`` > 0)."""
+    for name, v in (("loc", loc), ("scale", scale)):
+        if v is None:
+            continue
+        a = check_array(name, v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else v)
+        if a.shape not in {(dim,), ()}:
+            raise ValueError(f"{name} must have shape ({dim},) (one value per coordinate); got {a.shape}")
+        if name == "scale" and np.any(a <= 0):
+            raise ValueError(f"scale must be > 0; got {a}")
+
+
+def _check_batch(name: str, x: Any, dim: int) -> None:
+    """A batch ``(n, dim)`` tensor: the type and shape only (this runs at every training step)."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch tensor (n, {dim}); got {type(x).__name__}")
+    if x.ndim != 2 or x.shape[1] != dim:
+        raise ValueError(f"{name} must have shape (n, {dim}); got {tuple(x.shape)}")
 
 
 def _every(verbose: bool | int, steps: int) -> int:
@@ -122,6 +144,12 @@ class RealNVP(nn.Module):
         Width of each coupling's two hidden layers.
     loc, scale : array-like, optional
         Affine standardisation :math:`x = loc + scale\odot y` applied last (set from the training data).
+
+    Notes
+    -----
+    ``forward``, ``inverse`` and ``log_prob`` run at every training step: they check the batch's type and shape
+    only, so NaN in a sample propagates to its output like torch's own layers, and an empty batch gives an empty
+    output. :func:`fit_flow` checks its data once.
     """
 
     def __init__(self, dim: int = 2, n_layers: int = 6, hidden: int = 32, loc=None, scale=None) -> None:
@@ -131,6 +159,7 @@ class RealNVP(nn.Module):
         if n_layers < 1:
             raise ValueError(f"n_layers must be >= 1; got {n_layers}")
         self.dim = dim
+        _check_affine(loc, scale, dim)
         masks = [(torch.arange(dim) % 2 == (k % 2)).double() for k in range(n_layers)]
         self.layers = nn.ModuleList(_Coupling(dim, m, hidden) for m in masks)
         self.register_buffer("loc", torch.zeros(dim) if loc is None else torch.as_tensor(loc, dtype=torch.float64))
@@ -140,7 +169,8 @@ class RealNVP(nn.Module):
         self.double()
 
     def forward(self, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Map latent ``z`` to data ``x``; returns ``(x, log|det dx/dz|)``."""
+        """Map latent ``z`` (n, dim) to data ``x``; returns ``(x, log|det dx/dz|)`` (see the class Notes on NaN)."""
+        _check_batch("z", z, self.dim)
         ld = torch.zeros(z.shape[0], dtype=z.dtype)
         for layer in self.layers:
             z, l = layer(z)
@@ -149,8 +179,7 @@ class RealNVP(nn.Module):
 
     def inverse(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Map data ``x`` to latent ``z``; returns ``(z, log|det dz/dx|)``."""
-        if x.ndim != 2 or x.shape[1] != self.dim:
-            raise ValueError(f"x must have shape (n, {self.dim}); got {tuple(x.shape)}")
+        _check_batch("x", x, self.dim)
         y = (x - self.loc) / self.scale
         ld = -torch.log(self.scale).sum() * torch.ones(x.shape[0], dtype=x.dtype)
         for layer in reversed(self.layers):
@@ -248,6 +277,7 @@ class ZukoFlow(nn.Module):
             if not hasattr(zuko.flows, kind):
                 raise ValueError(f"kind must name a flow in zuko.flows (e.g. 'NSF', 'MAF'); got {kind!r}")
             flow = getattr(zuko.flows, kind)(dim, **kw)
+        _check_affine(loc, scale, dim)
         self.dim = dim
         self.flow = flow
         self.register_buffer("loc", torch.zeros(dim) if loc is None else torch.as_tensor(loc, dtype=torch.float64))
@@ -262,8 +292,10 @@ class ZukoFlow(nn.Module):
         return cls(flow=flow, loc=loc, scale=scale)
 
     def log_prob(self, x: torch.Tensor) -> torch.Tensor:
-        if x.ndim != 2 or x.shape[1] != self.dim:
-            raise ValueError(f"x must have shape (n, {self.dim}); got {tuple(x.shape)}")
+        """Log-density of ``x`` (n >= 1, dim); NaN propagates, as in :class:`RealNVP`."""
+        _check_batch("x", x, self.dim)
+        if len(x) == 0:
+            raise ValueError(f"x must hold at least one sample, shape (n >= 1, {self.dim}); got {tuple(x.shape)}")
         return self.flow().log_prob((x - self.loc) / self.scale) - torch.log(self.scale).sum()
 
     def rsample_and_log_prob(
@@ -296,9 +328,11 @@ def fit_flow(
     further, in place, and returned. ``verbose`` prints the negative log-likelihood of the batch to stderr:
     ``True`` about ten times, an int ``k`` every ``k`` steps.
     """
-    data = np.asarray(data, float)
+    data = check_array("data", data)
     if data.ndim != 2 or len(data) < 2:
         raise ValueError(f"data must have shape (n >= 2, d); got {data.shape}")
+    lr = check_real("lr", lr, low=0.0, low_inclusive=False)
+    batch = check_int("batch", batch, low=1)
     every = _every(verbose, steps)
     torch.manual_seed(seed)
     if isinstance(flow, str):
@@ -340,10 +374,19 @@ class ObservableDiscriminator(nn.Module):
         self.net = nn.Sequential(
             nn.Linear(obs_dim, hidden), nn.SiLU(), nn.Linear(hidden, hidden), nn.SiLU(), nn.Linear(hidden, 1)
         )
-        self.loc, self.scale = float(loc), float(scale)
+        self.loc = check_real("loc", loc)
+        self.scale = check_real("scale", scale, low=0.0, low_inclusive=False)
+        self.obs_dim = obs_dim
         self.double()
 
     def forward(self, o: torch.Tensor) -> torch.Tensor:
+        """The logit of each observable value ``o`` (n,) or (n, obs_dim); NaN propagates (per-step forward)."""
+        if not isinstance(o, torch.Tensor):
+            raise TypeError(f"o must be a tensor of observable values; got {type(o).__name__}")
+        if not (o.ndim == 2 and o.shape[1] == self.obs_dim) and not (o.ndim == 1 and self.obs_dim == 1):
+            raise ValueError(
+                f"o must have shape (n, {self.obs_dim}) (or (n,) for one observable); got {tuple(o.shape)}"
+            )
         if o.ndim == 1:
             o = o[:, None]
         return self.net((o - self.loc) / self.scale)[:, 0]
@@ -417,10 +460,12 @@ class ADA(Generic[Flow]):
         _check_flow("base", base)
         if not observables:
             raise ValueError("observables must name at least one observable")
-        if not beta >= 0:
-            raise ValueError(f"beta must be >= 0; got {beta}")
-        if n_disc_steps < 1:
-            raise ValueError(f"n_disc_steps must be >= 1; got {n_disc_steps}")
+        beta = check_real("beta", beta, low=0.0)
+        n_disc_steps = check_int("n_disc_steps", n_disc_steps, low=1)
+        lr = check_real("lr", lr, low=0.0, low_inclusive=False)
+        disc_lr = check_real("disc_lr", disc_lr, low=0.0, low_inclusive=False)
+        batch = check_int("batch", batch, low=1)
+        hidden = check_int("hidden", hidden, low=1)
         self.base, self.observables, self.beta = base, dict(observables), float(beta)
         self.n_disc_steps, self.lr, self.disc_lr, self.batch, self.hidden = n_disc_steps, lr, disc_lr, batch, hidden
         self.shuffle_labels = shuffle_labels  # negative control: labels carry no information
@@ -545,12 +590,12 @@ def maxent_reweight(features: np.ndarray, targets: np.ndarray, ridge: float = 0.
     + \tfrac{ridge}{2}\|\lambda\|^2` (Newton's method on standardised features). Returns normalised weights.
     With ``targets`` equal to the sample means the weights are uniform (the base model).
     """
-    F = np.asarray(features, float)
-    t = np.asarray(targets, float)
-    if F.ndim != 2 or t.shape != (F.shape[1],):
-        raise ValueError(f"features (n, k) and targets (k,) expected; got {F.shape} and {t.shape}")
-    if ridge < 0:
-        raise ValueError(f"ridge must be >= 0; got {ridge}")
+    F = check_array("features", features)
+    t = check_array("targets", targets)
+    if F.ndim != 2 or t.shape != (F.shape[1],) or 0 in F.shape:
+        raise ValueError(f"features (n >= 1, k >= 1) and targets (k,) expected; got {F.shape} and {t.shape}")
+    ridge = check_real("ridge", ridge, low=0.0)
+    iters = check_int("iters", iters, low=0)
     mu, sd = F.mean(0), F.std(0) + 1e-12
     Z, tz = (F - mu) / sd, (t - mu) / sd
     lam = np.zeros(F.shape[1])

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from geode.core.validation import check_real
+
 __all__ = ["DoubleWell", "toy_observables"]
 
 
@@ -24,6 +26,11 @@ class DoubleWell:
     height: float = 2.0
     tilt: float = 0.0
     stiffness: float = 1.0
+
+    def __post_init__(self) -> None:
+        check_real("height", self.height)
+        check_real("tilt", self.tilt)
+        check_real("stiffness", self.stiffness, low=0.0, low_inclusive=False)
 
     def _grid(self) -> tuple[np.ndarray, np.ndarray]:
         x = np.linspace(-3.5, 3.5, 20001)

@@ -22,13 +22,17 @@ import numpy as np
 import torch
 from torch import nn
 
+from geode.core.validation import check_array, check_real
+
 __all__ = ["CAMEL", "Autoencoder", "ConditionalDDPM", "appraiser_reward", "fit_autoencoder"]
 
 
 def _check_pos(name: str, v: float, integer: bool = False) -> None:
     if integer and (not isinstance(v, (int, np.integer)) or isinstance(v, bool)):
         raise TypeError(f"{name} must be an int, got {type(v).__name__}")
-    if not v > 0:
+    if not integer:
+        check_real(name, v, low=0.0, low_inclusive=False)
+    elif not v > 0:
         raise ValueError(f"{name} must be > 0, got {v}")
 
 
@@ -74,6 +78,10 @@ class ConditionalDDPM(nn.Module):
     def fit(self, x: np.ndarray, y: np.ndarray, steps: int = 2000, batch: int = 256, lr: float = 2e-3, seed: int = 0):
         """Train on data ``x`` (n, dim) in [-1, 1] with integer labels ``y``; returns self (then frozen)."""
         _check_pos("steps", steps, integer=True)
+        _check_pos("batch", batch, integer=True)
+        _check_pos("lr", lr)
+        if check_array("x", x).ndim != 2 or len(x) == 0:
+            raise ValueError(f"x must have shape (n >= 1, {self.dim}), got {np.shape(x)}")
         x = np.asarray(x, dtype=np.float32)
         y = np.asarray(y)
         if x.ndim != 2 or x.shape[1] != self.dim:
@@ -102,11 +110,17 @@ class ConditionalDDPM(nn.Module):
     def sample(self, label: int, noise: torch.Tensor, offset: torch.Tensor | None = None, steps: int = 10):
         r"""Deterministic DDIM (:math:`\eta=0`) from ``noise`` (n, dim) under embedding :math:`e_c+\delta`.
 
-        Differentiable in ``offset`` and ``noise``. Outputs are clamped to [-1, 1] (the data range).
+        Differentiable in ``offset`` and ``noise``. Outputs are clamped to [-1, 1] (the data range). The sampler
+        runs at every CAMEL step: it checks types and shapes only, so NaN in ``noise`` or ``offset`` propagates
+        like torch's own layers, and an empty ``noise`` (0, dim) gives an empty output.
         """
         if not 0 <= int(label) < self.n_classes:
             raise ValueError(f"label must be in [0, {self.n_classes}), got {label}")
         _check_pos("steps", steps, integer=True)
+        if not isinstance(noise, torch.Tensor):
+            raise TypeError(f"noise must be a tensor (n, {self.dim}); got {type(noise).__name__}")
+        if offset is not None and not isinstance(offset, torch.Tensor):
+            raise TypeError(f"offset must be a tensor (or None); got {type(offset).__name__}")
         if noise.ndim != 2 or noise.shape[1] != self.dim:
             raise ValueError(f"noise must have shape (n, {self.dim}), got {tuple(noise.shape)}")
         e = self.embed.weight[int(label)]
@@ -128,7 +142,11 @@ class ConditionalDDPM(nn.Module):
 
 
 class Autoencoder(nn.Module):
-    """MLP autoencoder ``dim -> hidden -> code -> hidden -> dim`` (the Appraiser); loss = mean squared error."""
+    """MLP autoencoder ``dim -> hidden -> code -> hidden -> dim`` (the Appraiser); loss = mean squared error.
+
+    Its forward runs in CAMEL's inner loop: it checks the type and shape only; NaN propagates like torch's own
+    layers, and an empty batch gives an empty output.
+    """
 
     def __init__(self, dim: int, code: int = 8, hidden: int = 64) -> None:
         super().__init__()
@@ -140,12 +158,22 @@ class Autoencoder(nn.Module):
         )  # fmt: skip
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        dim = self.net[0].in_features
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"x must be a tensor (n, {dim}); got {type(x).__name__}")
+        if x.ndim != 2 or x.shape[1] != dim:
+            raise ValueError(f"x must have shape (n, {dim}); got {tuple(x.shape)}")
         return self.net(x)
 
 
 def fit_autoencoder(ae: Autoencoder, x: np.ndarray, steps: int = 1000, lr: float = 3e-3, seed: int = 0):
     """Pre-train the Appraiser on data ``x`` (the familiar concepts); returns ``ae``."""
     _check_pos("steps", steps, integer=True)
+    _check_pos("lr", lr)
+    xa = check_array("x", x, ndim=2)
+    dim = ae.net[0].in_features if isinstance(ae, Autoencoder) else xa.shape[1]
+    if len(xa) == 0 or xa.shape[1] != dim:
+        raise ValueError(f"x must have shape (n >= 1, {dim}); got {xa.shape}")
     X = torch.as_tensor(np.asarray(x, dtype=np.float32))
     g = torch.Generator().manual_seed(seed)
     opt = torch.optim.Adam(ae.parameters(), lr=lr)
@@ -166,11 +194,18 @@ def appraiser_reward(
 
     :math:`K` = ``inner_steps`` SGD steps of size ``inner_lr`` on the support set, run functionally
     (:func:`torch.func.functional_call`), so gradients flow from ``R`` back to the samples.
-    ``inner_steps=0`` gives ``R = 0`` exactly.
+    ``inner_steps=0`` gives ``R = 0`` exactly. ``support`` and ``query`` must be non-empty ``(n, dim)`` tensors; as
+    the reward runs at every CAMEL step, their values are not scanned: NaN propagates to ``R`` like torch's own
+    layers.
     """
     if inner_steps < 0:
         raise ValueError(f"inner_steps must be >= 0, got {inner_steps}")
     _check_pos("inner_lr", inner_lr)
+    for name, v in (("support", support), ("query", query)):
+        if not isinstance(v, torch.Tensor):
+            raise TypeError(f"{name} must be a tensor (n, dim); got {type(v).__name__}")
+        if v.ndim != 2 or len(v) == 0 or v.shape[1] != support.shape[-1]:
+            raise ValueError(f"{name} must have shape (n >= 1, dim) like support; got {tuple(v.shape)}")
     params = {k: v.detach().requires_grad_(True) for k, v in ae.named_parameters()}
 
     def loss(p: dict, x: torch.Tensor) -> torch.Tensor:
@@ -220,8 +255,7 @@ class CAMEL:
     ) -> None:  # fmt: skip
         if objective not in ("camel", "novelty"):
             raise ValueError(f"objective must be 'camel' or 'novelty', got {objective!r}")
-        if recog < 0:
-            raise ValueError(f"recog must be >= 0, got {recog}")
+        recog = check_real("recog", recog, low=0.0)
         if recog > 0 and observer is None:
             raise ValueError("observer is required when recog > 0")
         if inner_steps < 1 and objective == "camel":
@@ -252,6 +286,7 @@ class CAMEL:
         """Ascend :math:`J` over the offset for ``steps`` outer steps; returns self (``delta`` set)."""
         _check_pos("steps", steps, integer=True)
         _check_pos("batch", batch, integer=True)
+        _check_pos("lr", lr)
         g = torch.Generator().manual_seed(seed)
         d = torch.zeros(self.creator.embed.weight.shape[1], requires_grad=True)
         opt = torch.optim.Adam([d], lr=lr)

@@ -34,6 +34,8 @@ import math
 
 import numpy as np
 
+from geode.core.validation import check_array
+
 __all__ = [
     "Circle",
     "EmbeddedManifold",
@@ -47,7 +49,10 @@ __all__ = [
 
 
 def _check_positive(name: str, value: float) -> float:
-    v = float(value)
+    try:
+        v = float(value)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a finite number > 0; got {type(value).__name__} {value!r}") from exc
     if not math.isfinite(v) or v <= 0:
         raise ValueError(f"{name} must be a finite number > 0; got {value!r}")
     return v
@@ -102,9 +107,18 @@ class EmbeddedManifold:
         """``n`` points drawn from the normalised area measure, shape (n, D)."""
         return self._sample_coords(int(n), rng) @ self.Q.T
 
+    def _points(self, x: np.ndarray) -> np.ndarray:
+        x = check_array("x", x, ndim=2)
+        if x.shape[1] != self.ambient_dim:
+            raise ValueError(f"x must have shape (n, {self.ambient_dim}); got {x.shape}")
+        return x
+
     def nearest(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Nearest points of ``x`` (B, D) on the manifold (B, D) and an orthonormal tangent basis (B, D, dim)."""
-        x = np.asarray(x, float)
+        """Nearest points of ``x`` (B, D) on the manifold (B, D) and an orthonormal tangent basis (B, D, dim).
+
+        ``x`` must be finite, of shape (B, D); an empty batch (0, D) gives empty outputs.
+        """
+        x = self._points(x)
         u, frame = self._nearest(x @ self.Q)
         y = self._embed(u[:, None], frame)[:, 0]
         eps = 1e-5
@@ -120,7 +134,7 @@ class EmbeddedManifold:
     def distance(self, x: np.ndarray) -> np.ndarray:
         """Euclidean distance of each row of ``x`` to the manifold."""
         y, _ = self.nearest(x)
-        return np.linalg.norm(np.asarray(x, float) - y, axis=-1)
+        return np.linalg.norm(self._points(x) - y, axis=-1)
 
     def quadrature(self, c: np.ndarray, width: np.ndarray, *, nodes: int, window: float):
         """Nodes (B, m, D) and log-weights (B, m) of a grid around the nearest point of each row of ``c``.
@@ -299,9 +313,12 @@ class GaussianSmoothedManifold:
         t = float(t)
         if not (0.0 < t <= 1.0) or not math.isfinite(t):
             raise ValueError(f"t must lie in (0, 1]; got {t!r}")
-        x = np.asarray(x, dtype=float)
-        if x.ndim != 2 or x.shape[1] != self.ambient_dim:
-            raise ValueError(f"x must have shape (n, {self.ambient_dim}); got {x.shape}")
+        try:
+            x = np.asarray(x, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"x must be an array (n, {self.ambient_dim}) of numbers; got {type(x).__name__}") from exc
+        if x.ndim != 2 or x.shape[1] != self.ambient_dim or len(x) == 0:
+            raise ValueError(f"x must have shape (n >= 1, {self.ambient_dim}); got {x.shape}")
         if not np.all(np.isfinite(x)):
             raise ValueError("x must be finite")
         return t, x
@@ -388,11 +405,11 @@ def tangent_normal_blocks(J: np.ndarray, T: np.ndarray) -> dict[str, np.ndarray]
     ``normal_max`` (extreme eigenvalues of the symmetric part of :math:`N^\\top J N`) and ``coupling``
     (:math:`\\|T^\\top J N\\|_2`).
     """
-    J = np.asarray(J, float)
-    T = np.asarray(T, float)
-    if J.ndim != 3 or J.shape[1] != J.shape[2]:
+    J = check_array("J", J)
+    T = check_array("T", T)
+    if J.ndim != 3 or J.shape[1] != J.shape[2] or 0 in J.shape:
         raise ValueError(f"J must have shape (n, D, D); got {J.shape}")
-    if T.ndim != 3 or T.shape[:2] != J.shape[:2] or T.shape[2] >= J.shape[1]:
+    if T.ndim != 3 or T.shape[:2] != J.shape[:2] or not 0 < T.shape[2] < J.shape[1]:
         raise ValueError(f"T must have shape (n, D, d) with d < D matching J; got {T.shape} for J {J.shape}")
     D, d = J.shape[1], T.shape[2]
     full, _ = np.linalg.qr(np.concatenate([T, np.broadcast_to(np.eye(D), (len(J), D, D))], axis=2))
@@ -416,18 +433,19 @@ def ambient_jacobian_bound(t: np.ndarray | float, sigma: float, diameter: float)
     r"""The ambient bound :math:`\big[t(1-t)(\operatorname{diam}/2)^2/s_t^2 + |t\sigma^2-(1-t)|\big]/s_t^2`.
 
     It replaces :math:`\operatorname{Cov}(y\mid x)` by its isotropic worst case :math:`(\operatorname{diam}/2)^2 I`
-    (a variance on a set of diameter ``diameter``), the reading of existing ambient Lipschitz analyses.
+    (a variance on a set of diameter ``diameter``), the reading of existing ambient Lipschitz analyses. Elementwise
+    in ``t`` (finite, any shape; an empty ``t`` gives an empty result).
     """
     sigma = _check_positive("sigma", sigma)
     diameter = _check_positive("diameter", diameter)
-    t = np.asarray(t, float)
+    t = check_array("t", t)
     s2 = (1 - t) ** 2 + (t * sigma) ** 2
     return (t * (1 - t) * (diameter / 2) ** 2 / s2 + np.abs(t * sigma**2 - (1 - t))) / s2
 
 
 def fit_loglog_slope(sigmas: np.ndarray, values: np.ndarray) -> float:
     """Least-squares slope of ``log(values)`` against ``log(sigmas)``."""
-    s, v = np.asarray(sigmas, float), np.asarray(values, float)
+    s, v = check_array("sigmas", sigmas), check_array("values", values)
     if s.shape != v.shape or s.ndim != 1 or len(s) < 2:
         raise ValueError(f"sigmas and values must be 1-D of equal length >= 2; got {s.shape}, {v.shape}")
     if np.any(s <= 0) or np.any(v <= 0):

@@ -9,7 +9,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from geode.graphs.baselines import input_dropout, linear
+from geode.core.validation import check_real
+from geode.graphs.baselines import check_nodes, input_dropout, linear
 from geode.graphs.pyg import MessagePassing, gcn_norm, is_sparse, to_edge_index
 
 __all__ = ["Castor", "CastorConv"]
@@ -69,6 +70,9 @@ class CastorConv(MessagePassing):
     directed propagation is a legitimate PyG input, only the filter reading of the router's choices is lost.
     Symmetrise it with ``torch_geometric.utils.to_undirected`` to silence the warning.
 
+    ``forward`` checks the state's type and shape (and new edge weights once, when the graph is normalised); NaN in
+    ``z0`` propagates like torch's own layers (no scan at every training step).
+
     Examples
     --------
     >>> import torch
@@ -116,6 +120,7 @@ class CastorConv(MessagePassing):
             t = torch.arange(hops, dtype=torch.float32) / max(hops - 1, 1)
             bias[:, LOW], bias[:, IDENT] = 0.5 * (1 - t), 0.5 * t
         self.hop_bias = nn.Parameter(bias)
+        beta_init = check_real("beta_init", beta_init)
         self.beta = nn.Parameter(torch.full((hops,), float(beta_init))) if momentum else None
         self._cache: tuple[tuple[Any, ...], Tensor, Tensor] | None = None
 
@@ -168,8 +173,11 @@ class CastorConv(MessagePassing):
         """
         if isinstance(edge_weight, bool):  # the former signature forward(z0, edge_index, return_weights)
             edge_weight, return_weights = None, edge_weight
-        if z0.dim() != 2 or z0.size(1) != self.channels:
-            raise ValueError(f"z0 must have shape [N, {self.channels}], got {tuple(z0.shape)}")
+        check_nodes("z0", z0, self.channels)
+        if edge_weight is not None and not isinstance(edge_weight, Tensor):
+            raise TypeError(
+                f"edge_weight must be a tensor [E] of edge weights (or None); got {type(edge_weight).__name__}"
+            )
         ei, w = self._norm(edge_index, edge_weight, z0.size(0))
         h, h_prev = z0, z0
         trace = []
@@ -207,6 +215,8 @@ def _check_graph(edge_index: Tensor, edge_weight: Tensor | None, n: int) -> None
             f"edge_weight must have shape [E] = [{edge_index.size(1)}] (one weight per edge); "
             f"got {tuple(edge_weight.shape)}"
         )
+    if edge_weight is not None and not bool(edge_weight.detach().isfinite().all()):
+        raise ValueError("edge_weight must contain only finite values (found NaN or inf)")
     if edge_index.numel() == 0:
         return
     src, dst = edge_index[0].long(), edge_index[1].long()
@@ -238,7 +248,8 @@ class Castor(nn.Module):
     encoder is ``Z^(0) = W_2 Drop(ReLU(W_1 Drop(X)))`` followed by dropout; the propagated state has
     width ``out_dim`` (the authors' class-logit variant). Keyword arguments go to :class:`CastorConv`.
     The router, hop bias and ``beta`` are the parameters named in :attr:`no_decay` (trained without
-    weight decay, as in the authors' code).
+    weight decay, as in the authors' code). The forward checks the features' type and shape only; NaN propagates
+    like torch's own layers.
     """
 
     no_decay: tuple[str, ...] = ("conv.router", "conv.hop_bias", "conv.beta")
@@ -250,8 +261,7 @@ class Castor(nn.Module):
         for k, v in (("in_dim", in_dim), ("hidden", hidden), ("out_dim", out_dim)):
             if not isinstance(v, int) or v < 1:
                 raise ValueError(f"{k} must be a positive int, got {v!r}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        check_real("dropout", dropout, low=0.0, high=1.0, high_inclusive=False)
         self.lin1, self.lin2 = nn.Linear(in_dim, hidden), nn.Linear(hidden, out_dim)
         self.conv = CastorConv(out_dim, hops, **conv_kwargs)
         self.dropout = dropout
@@ -267,4 +277,5 @@ class Castor(nn.Module):
         """Logits ``[N, out_dim]`` (and the router's weights with ``return_weights``); see ``CastorConv.forward``."""
         if isinstance(edge_weight, bool):  # the former signature forward(x, edge_index, return_weights)
             edge_weight, return_weights = None, edge_weight
+        check_nodes("x", x, self.lin1.in_features)
         return self.conv(self.encode(x), edge_index, edge_weight, return_weights=return_weights)

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from geode.core.validation import check_array, check_int, check_real
+
 __all__ = [
     "ConnectomeSample",
     "LatentCommunityModel",
@@ -91,7 +93,12 @@ class LatentCommunityModel:
             raise ValueError(f"K must be a positive int, got {K!r}")
         if not isinstance(p, int) or p < 2 or p % K:
             raise ValueError(f"p must be an int >= 2 and a multiple of K={K}, got {p!r}")
-        lo, hi = loading_range
+        if not isinstance(loading_range, (tuple, list)) or len(loading_range) != 2:
+            raise ValueError(f"loading_range must be a pair (lo, hi) with -1 < lo <= hi < 1, got {loading_range!r}")
+        lo, hi = (check_real("loading_range", v) for v in loading_range)
+        delta_sd = check_real("delta_sd", delta_sd)
+        phi = check_real("phi", phi)
+        max_loading = check_real("max_loading", max_loading)
         if not -1 < lo <= hi < 1:
             raise ValueError(f"loading_range must satisfy -1 < lo <= hi < 1, got {loading_range}")
         if delta_sd < 0:
@@ -146,9 +153,9 @@ class LatentCommunityModel:
 
 def sample_correlation(x: np.ndarray) -> np.ndarray:
     """Pearson correlation over the time axis: ``(n, T, p) -> (n, p, p)`` (or ``(T, p) -> (p, p)``)."""
-    x = np.asarray(x, dtype=float)
-    if x.ndim not in (2, 3) or x.shape[-2] < 3:
-        raise ValueError(f"x must have shape (T, p) or (n, T, p) with T >= 3, got {x.shape}")
+    x = check_array("x", x)
+    if x.ndim not in (2, 3) or x.shape[-2] < 3 or 0 in x.shape:
+        raise ValueError(f"x must have shape (T, p) or (n, T, p) with T >= 3 and n, p >= 1, got {x.shape}")
     xc = x - x.mean(axis=-2, keepdims=True)
     cov = np.swapaxes(xc, -1, -2) @ xc
     sd = np.sqrt(np.diagonal(cov, axis1=-2, axis2=-1))
@@ -160,7 +167,7 @@ def knn_graph(m: np.ndarray, k: int) -> np.ndarray:
 
     ``m`` is ``(p, p)`` or ``(n, p, p)``; the result is symmetrised by union, with a zero diagonal.
     """
-    m = np.abs(np.asarray(m, dtype=float))
+    m = np.abs(check_array("m", m))
     if m.ndim not in (2, 3) or m.shape[-1] != m.shape[-2]:
         raise ValueError(f"m must be a square matrix or a stack of them, got shape {m.shape}")
     p = m.shape[-1]
@@ -176,8 +183,15 @@ def knn_graph(m: np.ndarray, k: int) -> np.ndarray:
 
 
 def normalized_adjacency(A: np.ndarray) -> np.ndarray:
-    """``Â = D^{-1/2}(A + I)D^{-1/2}`` for a symmetric ``A`` (or a stack of them)."""
-    A = np.asarray(A, dtype=float)
+    """``Â = D^{-1/2}(A + I)D^{-1/2}`` for a symmetric ``A`` (p, p) of non-negative weights (or a stack (n, p, p)).
+
+    ``A`` must be finite, square and symmetric; any of these failing raises a ``ValueError`` naming ``A``.
+    """
+    A = check_array("A", A, ndim=(2, 3))
+    if A.shape[-1] != A.shape[-2] or A.shape[-1] == 0:
+        raise ValueError(f"A must be a square (p, p) adjacency, or a stack (n, p, p) of them; got shape {A.shape}")
+    if np.any(A < 0):
+        raise ValueError("A must have non-negative edge weights")
     if not np.allclose(A, np.swapaxes(A, -1, -2)):
         raise ValueError("A must be symmetric (an undirected graph)")
     p = A.shape[-1]
@@ -193,8 +207,9 @@ def gcn_features(corr: np.ndarray, graph_from: np.ndarray, k: int) -> np.ndarray
     ``graph_from`` is the matrix the kNN graph is built from: the latent ``C_i`` (oracle), an
     independent scan (independent-sample) or ``Ĉ_i`` itself (same-sample, double dipping).
     """
-    corr = np.asarray(corr, dtype=float)
-    if corr.ndim != 3 or np.shape(graph_from) != corr.shape:
+    corr = check_array("corr", corr)
+    graph_from = check_array("graph_from", graph_from)
+    if corr.ndim != 3 or np.shape(graph_from) != corr.shape or 0 in corr.shape:
         raise ValueError(
             f"corr and graph_from must both have shape (n, p, p); got {corr.shape}, {np.shape(graph_from)}"
         )
@@ -203,8 +218,10 @@ def gcn_features(corr: np.ndarray, graph_from: np.ndarray, k: int) -> np.ndarray
 
 
 def raw_features(corr: np.ndarray) -> np.ndarray:
-    """The graph-agnostic baseline's features: the flattened ``Ĉ_i``, ``(n, p * p)``."""
-    corr = np.asarray(corr, dtype=float)
+    """The graph-agnostic baseline's features: the flattened ``Ĉ_i`` of ``corr`` (n, p, p), ``(n, p * p)``."""
+    corr = check_array("corr", corr, ndim=3)
+    if 0 in corr.shape:
+        raise ValueError(f"corr must have shape (n, p, p) with n, p >= 1; got {corr.shape}")
     return corr.reshape(len(corr), -1)
 
 
@@ -213,9 +230,16 @@ def cv_r2(X: np.ndarray, y: np.ndarray, *, folds: int = 5, alphas: np.ndarray | 
     from sklearn.linear_model import RidgeCV
     from sklearn.model_selection import KFold, cross_val_predict
 
-    X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
+    X, y = check_array("X", X, ndim=2), check_array("y", y)
     if X.ndim != 2 or y.shape != (X.shape[0],):
         raise ValueError(f"X must be (n, d) and y (n,), got {X.shape}, {y.shape}")
+    folds = check_int("folds", folds, low=2)
+    if X.shape[0] < folds or X.shape[1] == 0:
+        raise ValueError(f"X must have at least folds={folds} rows and one column; got shape {X.shape}")
+    if alphas is not None:
+        a = check_array("alphas", alphas, ndim=1)
+        if a.size == 0 or np.any(a <= 0):
+            raise ValueError(f"alphas must be a non-empty array of positive ridge strengths; got {a}")
     alphas = np.logspace(-3, 5, 17) if alphas is None else alphas
     pred = cross_val_predict(RidgeCV(alphas=alphas), X, y, cv=KFold(folds, shuffle=True, random_state=seed))
     return float(1.0 - np.sum((y - pred) ** 2) / np.sum((y - y.mean()) ** 2))
@@ -228,6 +252,10 @@ def eiv_decomposition(r2_raw: float, r2_oracle: float, r2_indep: float, r2_same:
     - ``graph_estimation``: independent-scan graph vs oracle (the cost of estimating the graph);
     - ``double_dipping``: same-sample graph vs independent (one noisy matrix sets topology and features).
     """
+    r2_raw, r2_oracle, r2_indep, r2_same = (
+        check_real(k, v)
+        for k, v in (("r2_raw", r2_raw), ("r2_oracle", r2_oracle), ("r2_indep", r2_indep), ("r2_same", r2_same))
+    )
     return {
         "smoothing": r2_oracle - r2_raw,
         "graph_estimation": r2_indep - r2_oracle,

@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import binom
 
-from geode.core.validation import check_choice, check_real
+from geode.core.validation import check_array, check_choice, check_int, check_real
 
 __all__ = ["ConformalAbstention", "hoeffding_bentkus_pvalue", "minimum_calibration_size", "threshold_grid"]
 
@@ -80,10 +80,18 @@ def hoeffding_bentkus_pvalue(risk: Any, n_eff: Any, alpha: float) -> np.ndarray:
         :math:`\min(e^{-m h_1(\min(\hat r,\alpha),\alpha)}, F_{\mathrm{Bin}(m,\alpha)}(\lceil m\hat r\rceil))`.
     """
     alpha = check_real("alpha", alpha, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
-    r = np.asarray(risk, dtype=np.float64)
-    m = np.broadcast_to(np.asarray(n_eff, dtype=np.float64), r.shape)
+    r = check_array("risk", risk, finite=False)
+    if r.size == 0:
+        raise ValueError(f"risk must not be empty; got shape {r.shape}")
     if np.any(~np.isfinite(r)) or np.any((r < 0) | (r > 1)):
         raise ValueError("risk must lie in [0, 1]")
+    m = check_array("n_eff", n_eff)
+    if np.any(m < 0):
+        raise ValueError("n_eff must be >= 0")
+    try:
+        m = np.broadcast_to(m, r.shape)
+    except ValueError as exc:
+        raise ValueError(f"n_eff must have the shape of risk {r.shape} (or broadcast to it); got {m.shape}") from exc
     hoeffding = np.exp(-m * _h1(np.minimum(r, alpha), alpha))
     # ceil(m r) with a guard against 0.7499999 * 4 rounding up
     k = np.ceil(np.round(m * r, 9))
@@ -102,6 +110,13 @@ def minimum_calibration_size(
     :math:`\tau^n \le \delta / N` (:math:`\delta` for fixed-sequence testing), so
     :math:`n \ge \log(\delta/N) / \log \tau` for :math:`\tau = \max(\tau_c, \tau_p)`.
     """
+    target_correctness = check_real("target_correctness", target_correctness, low=0.0, high=1.0, high_inclusive=False)
+    target_participation = check_real(
+        "target_participation", target_participation, low=0.0, high=1.0, high_inclusive=False
+    )
+    delta = check_real("delta", delta, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+    n_thresholds = check_int("n_thresholds", n_thresholds, low=1)
+    fwer = check_choice("fwer", fwer, ("holm", "bonferroni", "fixed_sequence"))
     tau = max(float(target_correctness), float(target_participation))
     level = delta if fwer == "fixed_sequence" else delta / n_thresholds
     if tau <= 0:
@@ -153,7 +168,10 @@ def threshold_grid(n: int = 100, *, scores: Any = None, tail: float = 1e-6) -> n
 def _as_scores(name: str, x: Any) -> np.ndarray:
     if hasattr(x, "detach"):
         x = x.detach().cpu().numpy()
-    a = np.asarray(x, dtype=np.float64)
+    try:
+        a = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be an array of numbers; got {type(x).__name__}") from exc
     if a.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional (n,); got shape {a.shape}")
     if np.isnan(a).any():
@@ -295,6 +313,8 @@ class ConformalAbstention:
     def fit(self, confidence: Any, correct: Any) -> ConformalAbstention:
         """Calibrate on ``n`` exchangeable pairs of confidence and correctness (0/1)."""
         s = _as_scores("confidence", confidence)
+        if s.size == 0:
+            raise ValueError("confidence must not be empty (no calibration point)")
         n_min = self.min_calibration_size
         if len(s) < n_min:
             raise ValueError(
@@ -337,7 +357,8 @@ class ConformalAbstention:
         return self.threshold_
 
     def predict(self, confidence: Any) -> np.ndarray:
-        """Boolean mask of the queries answered (confidence >= the certified threshold)."""
+        """Boolean mask of the queries answered (confidence >= the certified threshold); an empty batch of
+        queries gives an empty mask."""
         t = self._check_fitted()
         return _as_scores("confidence", confidence) >= t
 

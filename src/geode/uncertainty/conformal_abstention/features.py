@@ -36,23 +36,29 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
 
 
-def _check_states(hidden: Any) -> np.ndarray:
+def _check_states(hidden: Any, name: str = "hidden") -> np.ndarray:
     if hasattr(hidden, "detach"):
         hidden = hidden.detach().cpu().numpy()
-    h = np.asarray(hidden, dtype=np.float64)
-    if h.ndim != 3 or h.shape[1] < 2:
-        raise ValueError(f"hidden must have shape (n, layers >= 2, d); got {h.shape}")
+    try:
+        h = np.asarray(hidden, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be an array (n, layers, d) of numbers; got {type(hidden).__name__}") from exc
+    if h.ndim != 3 or h.shape[0] < 1 or h.shape[1] < 2 or h.shape[2] < 1:
+        raise ValueError(f"{name} must have shape (n >= 1, layers >= 2, d >= 1); got {h.shape}")
     if not np.all(np.isfinite(h)):
-        raise ValueError("hidden contains NaN or infinite values")
+        raise ValueError(f"{name} contains NaN or infinite values")
     return h
 
 
 def _check_conf(name: str, c: Any, n: int) -> np.ndarray:
     if hasattr(c, "detach"):
         c = c.detach().cpu().numpy()
-    a = np.asarray(c, dtype=np.float64)
+    try:
+        a = np.asarray(c, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be an array of probabilities; got {type(c).__name__}") from exc
     if a.shape != (n,):
-        raise ValueError(f"{name} must have shape ({n},); got {a.shape}")
+        raise ValueError(f"{name} must have shape ({n},), one per query of hidden; got {a.shape}")
     if np.isnan(a).any() or (a.size and (a.min() < 0 or a.max() > 1)):
         raise ValueError(f"{name} must be probabilities in [0, 1] without NaN")
     return a
@@ -77,7 +83,7 @@ def geometry_features(
         ``hidden`` is ``reference`` and a point must not be its own neighbour.
     """
     h = _check_states(hidden)
-    ref = h if reference is None else _check_states(reference)
+    ref = h if reference is None else _check_states(reference, "reference")
     if ref.shape[1:] != h.shape[1:]:
         raise ValueError(f"reference must have shape (m, {h.shape[1]}, {h.shape[2]}); got {ref.shape}")
     k = check_int("k", k, low=1)

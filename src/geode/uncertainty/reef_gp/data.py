@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from geode.core.validation import check_int, check_real
+from geode.core.validation import check_array, check_int, check_real
 
 __all__ = ["PoissonSample", "poisson_dataset", "solve_poisson"]
 
@@ -38,14 +38,27 @@ def _require_skfem() -> None:
 
 
 def solve_poisson(points: np.ndarray, triangles: np.ndarray, source: np.ndarray) -> np.ndarray:
-    r"""P1 solution of :math:`-\Delta u = f` with :math:`u = 0` on the boundary; ``source`` at the nodes."""
+    r"""P1 solution of :math:`-\Delta u = f` with :math:`u = 0` on the boundary; ``source`` at the nodes.
+
+    ``points`` (2, N) are the node coordinates, ``triangles`` (3, T) the node indices of each triangle (as
+    scikit-fem's ``MeshTri.p`` and ``.t``), ``source`` (N,) the right-hand side at the nodes.
+    """
     _require_skfem()
     from skfem import Basis, BilinearForm, ElementTriP1, LinearForm, MeshTri, asm, condense, solve
     from skfem.helpers import dot, grad
 
-    mesh = MeshTri(np.asarray(points, dtype=np.float64), np.asarray(triangles))
+    pts = check_array("points", points, shape=(2, None))
+    if pts.shape[1] < 3:
+        raise ValueError(f"points must hold at least 3 nodes, shape (2, N >= 3); got {pts.shape}")
+    tri = check_array("triangles", triangles, shape=(3, None), dtype=None)
+    if not np.issubdtype(tri.dtype, np.integer):
+        raise TypeError(f"triangles must be an integer array of node indices; got dtype {tri.dtype}")
+    if tri.size == 0 or tri.min() < 0 or tri.max() >= pts.shape[1]:
+        raise ValueError(f"triangles must be non-empty node indices in [0, {pts.shape[1]}); got shape {tri.shape}")
+    src = check_array("source", source, shape=(pts.shape[1],))
+    mesh = MeshTri(pts, np.asarray(triangles))
     basis = Basis(mesh, ElementTriP1())
-    f = basis.interpolate(np.asarray(source, dtype=np.float64))
+    f = basis.interpolate(src)
 
     @BilinearForm
     def laplace(u, v, _):

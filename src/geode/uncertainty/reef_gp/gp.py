@@ -37,13 +37,44 @@ import numpy as np
 import torch
 from torch import nn
 
-from geode.core.validation import check_int, check_real
+from geode.core.validation import check_array, check_int, check_real
+from geode.uncertainty.reef_gp.operator import check_clouds
 
 __all__ = ["REEFGP", "geometry_descriptors", "matern52"]
 
 
 def matern52(a: torch.Tensor, b: torch.Tensor, lengthscale: torch.Tensor, outputscale: torch.Tensor) -> torch.Tensor:
-    r"""Matérn-5/2 ARD kernel matrix :math:`s^2 (1 + \sqrt5\rho + 5\rho^2/3) e^{-\sqrt5\rho}`."""
+    r"""Matérn-5/2 ARD kernel matrix :math:`s^2 (1 + \sqrt5\rho + 5\rho^2/3) e^{-\sqrt5\rho}`.
+
+    Parameters
+    ----------
+    a, b : torch.Tensor, shapes (n, d) and (m, d)
+        The points (an empty ``a`` or ``b`` gives an empty ``(n, m)`` matrix).
+    lengthscale : torch.Tensor or float
+        Positive finite length scales: one per dimension ``(d,)``, or one shared (a scalar or ``(1,)``).
+    outputscale : torch.Tensor or float
+        The positive finite variance :math:`s^2` (a scalar or ``(1,)``).
+
+    Returns
+    -------
+    torch.Tensor, shape (n, m)
+
+    Notes
+    -----
+    The shapes and the (few) scale parameters are checked; the points are not scanned for NaN or infinity,
+    since the kernel runs at every step of REEF-GP's marginal-likelihood fit: a NaN in ``a`` (``b``) gives NaN
+    in its row (column), as in torch's own operations (``REEFGP.fit`` and ``predict`` check their inputs).
+    """
+    if not isinstance(a, torch.Tensor):
+        raise TypeError(f"a must be a torch tensor of shape (n, d); got {type(a).__name__}")
+    if not isinstance(b, torch.Tensor):
+        raise TypeError(f"b must be a torch tensor of shape (m, d); got {type(b).__name__}")
+    if a.ndim != 2:
+        raise ValueError(f"a must have shape (n, d); got {tuple(a.shape)}")
+    if b.ndim != 2 or b.shape[1] != a.shape[1]:
+        raise ValueError(f"b must have shape (m, {a.shape[1]}) like a {tuple(a.shape)}; got {tuple(b.shape)}")
+    lengthscale = _scale("lengthscale", lengthscale, a.shape[1])
+    outputscale = _scale("outputscale", outputscale, 1)
     a, b = a / lengthscale, b / lengthscale
     d2 = (a**2).sum(-1)[:, None] + (b**2).sum(-1)[None, :] - 2 * a @ b.T
     rho = torch.sqrt(d2.clamp_min(1e-12))
@@ -51,16 +82,32 @@ def matern52(a: torch.Tensor, b: torch.Tensor, lengthscale: torch.Tensor, output
     return outputscale * (1 + s5 + s5**2 / 3) * torch.exp(-s5)
 
 
+def _scale(name: str, value: Any, d: int) -> Any:
+    """A positive finite float, or a tensor of ``d`` (or one) of them; returned unchanged."""
+    if isinstance(value, torch.Tensor):
+        if value.numel() not in {1, d} or value.ndim > 1:
+            raise ValueError(f"{name} must be a scalar or have shape ({d},); got {tuple(value.shape)}")
+        ok = bool(((value > 0) & (value < float("inf"))).all())  # at most d entries: cheap
+        if not ok:
+            raise ValueError(f"{name} must be positive and finite; got {value.detach().cpu().tolist()}")
+        return value
+    check_real(name, value, low=0.0, low_inclusive=False)
+    return value
+
+
 def geometry_descriptors(points: Any, sdf: Any, u_hat: Any, neighbours: int = 6) -> np.ndarray:
     """``(S, n, 3)``: distance-to-boundary proxy, log mean spacing to the ``neighbours`` nearest points, and
     the largest finite-difference slope of ``u_hat`` to them (one cloud at a time)."""
     from scipy.spatial import cKDTree
 
-    pts = np.asarray(points, dtype=np.float64)
-    s = np.asarray(sdf, dtype=np.float64)
-    uh = np.asarray(u_hat, dtype=np.float64)
+    pts = check_array("points", points)
+    s = check_array("sdf", sdf)
+    uh = check_array("u_hat", u_hat)
+    neighbours = check_int("neighbours", neighbours, low=1)
     if pts.ndim != 3 or pts.shape[-1] != 2 or s.shape != pts.shape[:2] or uh.shape != pts.shape[:2]:
         raise ValueError(f"points must be (S, n, 2) with sdf and u_hat (S, n); got {pts.shape}, {s.shape}, {uh.shape}")
+    if pts.shape[1] <= neighbours:
+        raise ValueError(f"points must hold more than neighbours={neighbours} points per cloud; got {pts.shape[1]}")
     out = np.zeros(pts.shape[:2] + (3,))
     for i in range(len(pts)):
         d, j = cKDTree(pts[i]).query(pts[i], neighbours + 1)
@@ -134,11 +181,8 @@ class REEFGP:
     # -- the frozen operator's outputs ------------------------------------------------------------------
     def operator_outputs(self, x: Any) -> tuple[np.ndarray, np.ndarray]:
         """``(u_hat (S, n), embedding (S, n, d))`` of the frozen operator (no gradient)."""
+        check_clouds("x", x, min_features=3)
         xt = torch.as_tensor(x, dtype=torch.float32)
-        if xt.ndim != 3 or xt.shape[-1] < 3:
-            raise ValueError(f"x must have shape (S, n, d_in >= 3); got {tuple(xt.shape)}")
-        if not torch.isfinite(xt).all():
-            raise ValueError("x contains NaN or infinite values")
         captured: dict[str, torch.Tensor] = {}
         self.operator.eval()
         with torch.no_grad():
@@ -189,11 +233,9 @@ class REEFGP:
         """Fit on a held-out calibration split: inputs ``x`` (S, n, d_in), true solutions ``u`` (S, n)."""
         t0 = time.process_time()
         u_hat, h, g = self._inputs(x)
-        ua = np.asarray(u, dtype=np.float64)
+        ua = check_array("u", u.detach().cpu().numpy() if isinstance(u, torch.Tensor) else u)
         if ua.shape != u_hat.shape:
             raise ValueError(f"u must have shape {u_hat.shape}; got {ua.shape}")
-        if not np.all(np.isfinite(ua)):
-            raise ValueError("u contains NaN or infinite values")
         r = torch.as_tensor((ua - u_hat).ravel())
         ht, gt = torch.as_tensor(h), torch.as_tensor(g)
         self.h_mean_, self.h_scale_ = ht.mean(0), ht.std(0) + 1e-8

@@ -14,9 +14,19 @@ import numpy as np
 import torch
 from torch import nn
 
-from geode.core.validation import check_int, check_real
+from geode.core.validation import check_array, check_int, check_real
 
 __all__ = ["DeepEnsemble", "MCDropout", "PointCloudOperator", "train_operator"]
+
+
+def check_clouds(name: str, x: Any, *, min_features: int = 1) -> np.ndarray:
+    """Check a batch of point clouds ``(S >= 1, n >= 1, d_in >= min_features)``, finite; return it as float64."""
+    if isinstance(x, torch.Tensor):
+        x = x.detach().cpu().numpy()
+    xa = check_array(name, x, ndim=3)
+    if 0 in xa.shape[:2] or xa.shape[-1] < min_features:
+        raise ValueError(f"{name} must have shape (S >= 1, n >= 1, d_in >= {min_features}); got {xa.shape}")
+    return xa
 
 
 class PointCloudOperator(nn.Module):
@@ -39,6 +49,7 @@ class PointCloudOperator(nn.Module):
         d_in = check_int("d_in", d_in, low=1)
         width = check_int("width", width, low=2)
         p = check_real("dropout", dropout, low=0.0, high=1.0, high_inclusive=False)
+        self.d_in = d_in
         torch.manual_seed(seed)
         self.encoder = nn.Sequential(nn.Linear(d_in, width), nn.GELU(), nn.Linear(width, width), nn.GELU())
         self.decoder = nn.Sequential(
@@ -53,8 +64,15 @@ class PointCloudOperator(nn.Module):
         self.head = nn.Linear(width, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.ndim != 3:
-            raise ValueError(f"x must have shape (batch, points, d_in); got {tuple(x.shape)}")
+        """``(B, n)`` predictions of ``x`` (B, n, d_in); an empty batch gives an empty output.
+
+        Only the type and shape are checked (this runs at every training step): NaN propagates like torch's own
+        layers (and, through the pooled code, to the whole cloud); ``train_operator`` and ``REEFGP`` check theirs.
+        """
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"x must be a torch tensor (batch, points, d_in); got {type(x).__name__}")
+        if x.ndim != 3 or x.shape[-1] != self.d_in:
+            raise ValueError(f"x must have shape (batch, points, d_in={self.d_in}); got {tuple(x.shape)}")
         e = self.encoder(x)
         g = e.mean(1, keepdim=True).expand_as(e)  # geometry code of the whole cloud
         h = self.decoder(torch.cat([e, g, x], -1))
@@ -66,9 +84,13 @@ def train_operator(
 ) -> float:
     """Train on ``x`` (S, n, d_in) -> ``u`` (S, n) by MSE with Adam and cosine decay; returns the CPU seconds."""
     steps = check_int("steps", steps, low=0)
+    batch = check_int("batch", batch, low=1)
+    lr = check_real("lr", lr, low=0.0, low_inclusive=False)
+    xa = check_clouds("x", x)
+    ua = check_array("u", u.detach().cpu().numpy() if isinstance(u, torch.Tensor) else u)
+    if ua.shape != xa.shape[:2]:
+        raise ValueError(f"u must have shape {xa.shape[:2]} (one value per point of x); got {ua.shape}")
     xt, ut = torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(u, dtype=torch.float32)
-    if xt.shape[:2] != ut.shape:
-        raise ValueError(f"u must have shape {tuple(xt.shape[:2])}; got {tuple(ut.shape)}")
     t0 = time.process_time()
     g = torch.Generator().manual_seed(seed)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
@@ -95,6 +117,7 @@ class DeepEnsemble:
 
     def predict(self, x: Any) -> tuple[np.ndarray, np.ndarray]:
         """Mean and standard deviation over the members, each ``(S, n)``."""
+        check_clouds("x", x)
         xt = torch.as_tensor(x, dtype=torch.float32)
         with torch.no_grad():
             p = torch.stack([m.eval()(xt) for m in self.members]).double().numpy()
@@ -111,6 +134,7 @@ class MCDropout:
 
     def predict(self, x: Any) -> tuple[np.ndarray, np.ndarray]:
         """Mean and standard deviation over the passes, each ``(S, n)``."""
+        check_clouds("x", x)
         xt = torch.as_tensor(x, dtype=torch.float32)
         torch.manual_seed(self.seed)
         self.model.train()

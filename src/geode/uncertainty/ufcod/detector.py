@@ -28,7 +28,10 @@ __all__ = ["EnergyOODDetector", "facility_location"]
 
 
 def _features(name: str, x: Any) -> np.ndarray:
-    a = np.asarray(x, dtype=np.float64)
+    try:
+        a = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be an array (n, d) of numbers; got {type(x).__name__}") from exc
     if a.ndim != 2 or a.shape[0] == 0:
         raise ValueError(f"{name} must have shape (n >= 1, d); got {a.shape}")
     if not np.all(np.isfinite(a)):
@@ -137,4 +140,5 @@ class EnergyOODDetector:
 
     def predict(self, features: Any, threshold: float = 0.0) -> np.ndarray:
         """1 for in-distribution (calibrated score >= ``threshold``), 0 for OOD."""
+        threshold = check_real("threshold", threshold)
         return (self.score_samples(features) >= threshold).astype(int)

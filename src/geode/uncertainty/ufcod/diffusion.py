@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from geode.core.validation import check_int
+from geode.core.validation import check_array, check_int, check_real
 
 __all__ = ["TinyUNet", "cosine_alpha_bar", "train_ddpm", "trajectory_features"]
 
@@ -41,6 +41,7 @@ def cosine_alpha_bar(n_steps: int, s: float = 0.008) -> np.ndarray:
     r""":math:`\bar\alpha_t = f(t)/f(0)`, :math:`f(t) = \cos^2(\frac{t/T + s}{1 + s}\frac{\pi}{2})`, t = 1..T,
     clipped so that :math:`\beta_t \le 0.999` (Nichol & Dhariwal, 2021)."""
     n_steps = check_int("n_steps", n_steps, low=1)
+    s = check_real("s", s, low=0.0)
     t = np.arange(n_steps + 1) / n_steps
     f = np.cos((t + s) / (1 + s) * math.pi / 2) ** 2
     betas = np.clip(1 - f[1:] / f[:-1], 0, 0.999)
@@ -77,6 +78,11 @@ class TinyUNet(nn.Module):
         Channels of the first level (a multiple of 8; the second level has twice as many).
     seed : int
         Seed of the initialisation.
+
+    Notes
+    -----
+    ``forward(x, t)`` checks the types and shapes only (it runs at every training step): NaN or infinity in ``x``
+    propagates like torch's own layers (``train_ddpm`` and ``trajectory_features`` check the images).
     """
 
     def __init__(self, channels: int = 1, width: int = 32, seed: int = 0) -> None:
@@ -87,6 +93,7 @@ class TinyUNet(nn.Module):
             raise ValueError(f"width must be a multiple of 8 (GroupNorm with 8 groups); got {width}")
         torch.manual_seed(seed)
         temb = 4 * w
+        self.channels = channels
         self.width = w
         self.temb = nn.Sequential(nn.Linear(w, temb), nn.SiLU(), nn.Linear(temb, temb))
         self.inp = nn.Conv2d(channels, w, 3, padding=1)
@@ -106,10 +113,25 @@ class TinyUNet(nn.Module):
         return self.temb(torch.cat([a.sin(), a.cos()], 1))
 
     def forward(self, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        """The predicted noise of images ``x`` (B, channels, H, W) at integer timesteps ``t`` (B,)."""
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"x must be a torch tensor (B, C, H, W); got {type(x).__name__}")
+        if x.ndim != 4 or x.shape[1] != self.channels:
+            raise ValueError(f"x must have shape (B, {self.channels}, H, W); got {tuple(x.shape)}")
+        if not isinstance(t, torch.Tensor) or t.shape != x.shape[:1]:
+            got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
+            raise ValueError(f"t must be a tensor of one timestep per image of x, shape ({len(x)},); got {got}")
         e = self.embed(t)
         h1 = self.d1(self.inp(x), e)
         h2 = self.mid(self.d2(self.down(h1), e), e)
         return self.out(self.u1(torch.cat([self.up(h2), h1], 1), e))
+
+
+def _check_images(images: Any) -> None:
+    """Images ``(n >= 1, C, H, W)`` of finite numbers, else an error naming ``images``."""
+    a = check_array("images", images.detach().cpu().numpy() if isinstance(images, torch.Tensor) else images, ndim=4)
+    if a.shape[0] == 0:
+        raise ValueError(f"images must hold at least one image; got shape {a.shape}")
 
 
 def train_ddpm(
@@ -129,9 +151,10 @@ def train_ddpm(
     learning-rate decay. Returns the loss of every iteration.
     """
     iters = check_int("iters", iters, low=0)
+    batch_size = check_int("batch_size", batch_size, low=1)
+    lr = check_real("lr", lr, low=0.0, low_inclusive=False)
+    _check_images(images)
     x = torch.as_tensor(np.asarray(images), dtype=torch.float32)
-    if x.ndim != 4:
-        raise ValueError(f"images must have shape (n, C, H, W); got {tuple(x.shape)}")
     ab = torch.as_tensor(cosine_alpha_bar(n_steps), dtype=torch.float32)
     g = torch.Generator().manual_seed(seed)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
@@ -169,11 +192,9 @@ def trajectory_features(
         Respaced DDIM steps ``N`` (timesteps ``0, T/N, 2T/N, ...``; the authors' default 10).
     """
     n_ddim = check_int("n_ddim", n_ddim, low=2)
+    batch_size = check_int("batch_size", batch_size, low=1)
+    _check_images(images)
     x_all = torch.as_tensor(np.asarray(images), dtype=torch.float32)
-    if x_all.ndim != 4:
-        raise ValueError(f"images must have shape (n, C, H, W); got {tuple(x_all.shape)}")
-    if not torch.isfinite(x_all).all():
-        raise ValueError("images contain NaN or infinite values")
     ab_full = cosine_alpha_bar(n_steps)
     ts = np.arange(0, n_steps, n_steps // n_ddim)[:n_ddim]
     ab = torch.as_tensor(np.r_[ab_full[ts], 0.0], dtype=torch.float32)
