@@ -40,8 +40,9 @@ from typing import Any
 import torch
 from torch import nn
 
+from geode.compression._checks import check_bias, check_input
 from geode.core.quant import minmax_dequantize, minmax_params, minmax_quantize, pack_bits, unpack_bits
-from geode.core.validation import check_int, check_real
+from geode.core.validation import check_int, check_real, check_tensor
 
 __all__ = [
     "PackedLinear",
@@ -89,6 +90,7 @@ def pad_columns(weight: torch.Tensor, multiple: int) -> torch.Tensor:
     Zero columns are exact under every quantiser here (they quantise to 0), so a padded layer computes
     the same output when its input is zero-padded the same way.
     """
+    check_tensor("weight", weight, ndim=2, floating=True)
     multiple = check_int("multiple", multiple, low=1)
     pad = (-weight.shape[1]) % multiple
     return torch.nn.functional.pad(weight, (0, pad)) if pad else weight
@@ -100,7 +102,9 @@ def rtn_quantize(
     """Round-to-nearest per group (asymmetric min-max grid shrunk by ``clip``): ``(codes, scales, zeros)``.
 
     See :func:`geode.core.quant.minmax_quantize`; ``minmax_dequantize(*rtn_quantize(w))`` is the float weight.
+    ``weight`` is a finite 2-D floating tensor ``(n_out, n_in)``.
     """
+    check_tensor("weight", weight, ndim=2, floating=True)
     return minmax_quantize(weight, bits=bits, group_size=group_size, clip=clip)
 
 
@@ -144,8 +148,7 @@ def gptq_quantize(
     -------
     codes : uint8 Tensor (n_out, n_in); scales, zeros : Tensors (n_out, n_in // group_size)
     """
-    if not isinstance(weight, torch.Tensor) or weight.ndim != 2 or not weight.is_floating_point():
-        raise ValueError("weight must be a 2-D floating-point tensor")
+    check_tensor("weight", weight, ndim=2, floating=True)
     n_out, n_in = weight.shape
     bits = check_int("bits", bits, low=1, high=8)
     group_size = check_int("group_size", group_size, low=1)
@@ -197,6 +200,9 @@ def output_error(weight: torch.Tensor, approx: torch.Tensor, hessian: torch.Tens
     With :math:`H \\propto X^\\top X` this is :math:`\\|X\\Delta^\\top\\|_F^2 / \\|X W^\\top\\|_F^2`,
     :math:`\\Delta = \\hat W - W`. Differentiable in ``approx``.
     """
+    check_tensor("weight", weight, ndim=2, floating=True)
+    check_tensor("approx", approx, shape=tuple(weight.shape), floating=True)
+    _check_hessian(hessian, weight.shape[1])
     d = approx - weight
     den = ((weight @ hessian) * weight).sum().clamp_min(1e-30)
     return ((d @ hessian) * d).sum() / den
@@ -220,6 +226,10 @@ class PackedLinear(nn.Module):
     ) -> None:
         super().__init__()
         self.bits = check_int("bits", bits, low=1, high=8)
+        check_tensor("codes", codes, ndim=2)
+        check_tensor("scales", scales, ndim=2, floating=True)
+        check_tensor("zeros", zeros, ndim=2, floating=True)
+        check_bias(bias, codes.shape[0])
         if codes.ndim != 2 or scales.ndim != 2 or scales.shape != zeros.shape or scales.shape[0] != codes.shape[0]:
             raise ValueError("codes must be (n_out, n_in) and scales, zeros (n_out, n_groups)")
         if codes.shape[1] % scales.shape[1]:
@@ -262,6 +272,8 @@ class PackedLinear(nn.Module):
         return minmax_dequantize(self.codes(), self.scales.float(), self.zeros.float())
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x W^T + b`` with the dequantised weight; ``x`` is checked for shape only (see :func:`check_input`)."""
+        check_input("x", x, self.in_features)
         w = self.dequantize().to(x.dtype)
         return nn.functional.linear(x, w, None if self.bias is None else self.bias.to(x.dtype))
 
@@ -305,7 +317,8 @@ def calibration_hessians(
     """:math:`H = \\tfrac{2}{n} X^\\top X` (float64) of the inputs of each named linear layer over ``batches``.
 
     ``forward(batch)`` runs the model (default ``model(batch)``); the inputs are those of the model as it is
-    (the float model: every layer sees full-precision inputs, the "parallel" calibration).
+    (the float model: every layer sees full-precision inputs, the "parallel" calibration). A batch the model
+    fails on, or one that gives a layer a NaN or inf input, raises a ``ValueError`` naming ``batches``.
     """
     if not names:
         raise ValueError("names must list at least one linear layer")
@@ -325,19 +338,26 @@ def calibration_hessians(
         handles.append(model.get_submodule(name).register_forward_hook(hook(name)))
     try:
         with torch.no_grad():
-            for b in batches:
-                model(b) if forward is None else forward(b)
+            for i, b in enumerate(batches):
+                try:
+                    model(b) if forward is None else forward(b)
+                except RuntimeError as exc:
+                    raise ValueError(f"batches[{i}]: the model failed on this batch: {exc}") from exc
     finally:
         for h in handles:
             h.remove()
     missing = [n for n in names if n not in sums]
     if missing:
-        raise ValueError(f"no calibration input reached {missing}")
-    return {n: 2.0 * sums[n] / counts[n] for n in names}
+        raise ValueError(f"no calibration input reached {missing}: batches is empty or skips these layers")
+    out = {n: 2.0 * sums[n] / counts[n] for n in names}
+    for n, h in out.items():
+        if not bool(torch.isfinite(h).all()):
+            raise ValueError(f"batches gave layer {n!r} a NaN or inf input: its Hessian is not finite")
+    return out
 
 
 def replace_linears(model: nn.Module, build: Callable[[str, nn.Linear], nn.Module], names: Sequence[str]) -> None:
-    """Replace each named ``nn.Linear`` of ``model`` in place by ``build(name, linear)``."""
+    """Replace each named ``nn.Linear`` of ``model`` in place by ``build(name, linear)`` (empty ``names``: none)."""
     for name in names:
         parent_name, _, child = name.rpartition(".")
         parent = model.get_submodule(parent_name) if parent_name else model

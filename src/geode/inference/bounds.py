@@ -25,6 +25,8 @@ def _instance(prompt: Any, output: Any, kv_slots: Any) -> tuple[np.ndarray, np.n
     o = as_lengths("output", np.atleast_1d(output), low=1)
     if s.shape != o.shape:
         raise ValueError(f"prompt and output must have the same length; got {s.shape[0]} and {o.shape[0]}")
+    if s.shape[0] == 0:
+        raise ValueError("prompt and output must hold at least one request; got none")
     m = check_int("kv_slots", kv_slots, low=1)
     if (s + o).max() > m:
         i = int(np.argmax(s + o))

@@ -59,7 +59,7 @@ from typing import Any
 
 import numpy as np
 
-from geode.core.validation import check_choice, check_int, check_real
+from geode.core.validation import check_array, check_choice, check_int, check_real
 from geode.inference._engine import run_engine
 
 __all__ = [
@@ -162,13 +162,26 @@ class Policy:
         return f"{type(self).__name__}()"
 
 
+def priority_inputs(prompt: Any, predicted_output: Any, arrival: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Check the arguments of :meth:`Policy.priority`: token counts and finite arrival times, one per request."""
+    s = as_lengths("prompt", np.atleast_1d(prompt), low=0)
+    o = as_lengths("predicted_output", np.atleast_1d(predicted_output), low=1)
+    a = check_array("arrival", np.atleast_1d(arrival), ndim=1)
+    if not s.shape == o.shape == a.shape:
+        raise ValueError(
+            f"prompt, predicted_output and arrival must have one entry per request; got {s.shape[0]}, "
+            f"{o.shape[0]} and {a.shape[0]}"
+        )
+    return s, o, a
+
+
 class FCFS(Policy):
     """First come, first served: vLLM's default policy. Priority :math:`= a_i`."""
 
     name = "FCFS"
 
     def priority(self, prompt: np.ndarray, predicted_output: np.ndarray, arrival: np.ndarray) -> np.ndarray:
-        return np.asarray(arrival, dtype=float)
+        return priority_inputs(prompt, predicted_output, arrival)[2]
 
 
 class SJF(Policy):
@@ -177,7 +190,7 @@ class SJF(Policy):
     name = "SJF"
 
     def priority(self, prompt: np.ndarray, predicted_output: np.ndarray, arrival: np.ndarray) -> np.ndarray:
-        return np.asarray(predicted_output, dtype=float)
+        return priority_inputs(prompt, predicted_output, arrival)[1].astype(float)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -271,11 +284,11 @@ class Workload:
             self.output.copy() if self.predicted is None else as_lengths("predicted", self.predicted, low=1)
         )
         n = arr.shape[0]
+        if n == 0:
+            raise ValueError("arrival is empty: a workload needs at least one request")
         for nm in ("prompt", "output", "predicted"):
             if getattr(self, nm).shape[0] != n:
                 raise ValueError(f"{nm} must have one entry per request ({n}); got {getattr(self, nm).shape[0]}")
-        if n == 0:
-            raise ValueError("a workload needs at least one request")
         back = np.diff(arr) < 0
         if back.any():
             i = int(np.argmax(back)) + 1
@@ -320,6 +333,9 @@ class Workload:
 @dataclass
 class SimResult:
     """What :func:`simulate` returns: per-request times and run totals.
+
+    A plain record of the simulator's output: it stores what it is given without checking (build it with
+    :func:`simulate`).
 
     Attributes
     ----------

@@ -61,13 +61,15 @@ The modeled speed-up over autoregressive decoding (1 token per unit) is
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
-from geode.core.validation import check_int, check_real
+from geode.core.validation import check_array, check_int, check_real
 
 __all__ = [
     "DraftTree",
@@ -125,6 +127,18 @@ class DraftTree:
     depths: list[int] = field(default_factory=lambda: [0])
     scores: list[float] = field(default_factory=lambda: [0.0])
     proposals: list[Any] = field(default_factory=lambda: [None])
+
+    def __post_init__(self) -> None:
+        n = len(self.tokens)
+        if n == 0:
+            raise ValueError("tokens must hold at least the root token")
+        for name in ("parents", "depths", "scores", "proposals"):
+            if len(getattr(self, name)) != n:
+                raise ValueError(f"{name} must have one entry per node ({n}); got {len(getattr(self, name))}")
+        if self.parents[0] != -1 or any(not 0 <= int(p) < i for i, p in enumerate(self.parents[1:], 1)):
+            raise ValueError("parents must be -1 for the root and an earlier node's index for every other node")
+        if any(math.isnan(float(x)) or float(x) == math.inf for x in self.scores):
+            raise ValueError("scores must be path log-probabilities (not NaN nor +inf)")
 
     @classmethod
     def root(cls, token: int) -> DraftTree:
@@ -217,15 +231,23 @@ def acceptance_probs(
         Distribution of the bonus token when all are rejected (``p`` itself when ``m = 0``).
         ``accept.sum() + P(reject all) = 1``; the token emitted is distributed as ``p`` (tested).
     """
-    r = np.asarray(p, dtype=np.float64).copy()
-    if r.ndim != 1 or np.any(r < -1e-12) or not np.isclose(r.sum(), 1.0, atol=1e-6):
+    r = check_array("p", p, ndim=1).copy()
+    if np.any(r < -1e-12) or not np.isclose(r.sum(), 1.0, atol=1e-6):
         raise ValueError("p: must be a probability vector (1-D, non-negative, summing to 1)")
     r = np.clip(r, 0.0, None)
     r /= r.sum()
     m = len(candidates)
+    for i, c in enumerate(candidates):
+        if isinstance(c, bool) or not isinstance(c, numbers.Integral):
+            raise TypeError(f"candidates[{i}] must be an integer token id; got {type(c).__name__} {c!r}")
+        if not 0 <= int(c) < r.shape[0]:
+            raise ValueError(f"candidates[{i}] = {int(c)} is not a token of p (vocabulary size {r.shape[0]})")
     props = list(proposals) if proposals is not None else [None] * m
     if len(props) != m:
         raise ValueError(f"proposals: need one per candidate ({m}); got {len(props)}")
+    for i, q in enumerate(props):
+        if q is not None:
+            check_array(f"proposals[{i}]", q, shape=(r.shape[0],))
     accept = np.zeros(m)
     alive = 1.0
     for i, (c, q) in enumerate(zip(candidates, props)):
@@ -253,9 +275,11 @@ def verify_sampling(tree: DraftTree, target_probs: np.ndarray, rng: np.random.Ge
     Returns the accepted path (node indices from the root) and the bonus token drawn from the target's
     residual. Node proposals (``tree.proposals``) select SpecInfer's i.i.d. rule or the deterministic one.
     """
-    target_probs = np.asarray(target_probs, dtype=np.float64)
+    target_probs = check_array("target_probs", target_probs)
     if target_probs.ndim != 2 or target_probs.shape[0] != len(tree):
         raise ValueError(f"target_probs: need shape (n_nodes={len(tree)}, V); got {target_probs.shape}")
+    if np.any(target_probs < -1e-12) or not np.allclose(target_probs.sum(1), 1.0, atol=1e-6):
+        raise ValueError("target_probs: every row must be a probability vector (non-negative, summing to 1)")
     node, path = 0, [0]
     while True:
         kids = tree.children(node)
@@ -398,7 +422,8 @@ class SpecStats:
     """Acceptance statistics of speculative decoding; one entry per iteration.
 
     Its ``repr`` is a summary: iterations, tokens, the mean acceptance length :math:`\\tau`, the modelled
-    speed-up (:attr:`speedup`), drafter calls and drafting cost per iteration.
+    speed-up (:attr:`speedup`), drafter calls and drafting cost per iteration. A plain record that
+    :func:`speculative_decode` fills in: it stores what it is given without checking, and starts empty.
     """
 
     accepted: list[int] = field(default_factory=list)  # accepted draft tokens (tau - 1)

@@ -196,10 +196,15 @@ def measured_capacity(
     float
         Requests per time unit.
     """
-    from geode.inference.serving import FCFS, simulate
+    from geode.inference.serving import FCFS, as_lengths, simulate
 
     trim = check_real("trim", trim, low=0.0, high=0.5, high_inclusive=False)
-    s = np.asarray(prompt)
+    s = as_lengths("prompt", np.atleast_1d(prompt), low=0)
+    o = as_lengths("output", np.atleast_1d(output), low=1)
+    if s.shape != o.shape:
+        raise ValueError(f"prompt and output must have the same length; got {s.shape[0]} and {o.shape[0]}")
+    if s.shape[0] == 0:
+        raise ValueError("prompt and output must hold at least one request; got none")
     work = Workload(np.zeros(s.shape[0]), s, output, name="saturated")
     res = simulate(work, FCFS() if policy is None else policy, kv_slots, cost=cost)
     fin = np.sort(res.finish)
@@ -236,7 +241,7 @@ def predict_output_lengths(output: Any, error: float, seed: int | np.random.Gene
 
     ``error`` :math:`E` is the standard deviation of the log-ratio :math:`\\log(\\hat o / o)`; ``error=0``
     returns the exact lengths. (The paper's taxonomy has known, 1-bit and unknown lengths; this knob
-    interpolates between known and badly predicted.)
+    interpolates between known and badly predicted.) An empty ``output`` gives an empty array.
     """
     from geode.inference.serving import as_lengths
 
@@ -273,6 +278,9 @@ def synthetic_workload(
     table = _trace(trace)
     if (rate is None) == (load is None):
         raise ValueError("give exactly one of rate or load (load also needs kv_slots)")
+    if rate is not None:
+        check_real("rate", rate, low=0.0, low_inclusive=False)
+    check_real("predictor_error", predictor_error, low=0.0)
     if load is not None:
         if kv_slots is None:
             raise ValueError("load needs kv_slots (the offered load is relative to the cache size)")

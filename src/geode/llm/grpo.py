@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from geode.core.validation import check_int, check_positive, check_real
+from geode.core.validation import check_int, check_positive, check_real, check_tensor
 
 __all__ = [
     "CompactGRPO",
@@ -51,7 +51,8 @@ def group_advantages(rewards: Any, group_size: int, *, eps: float = 1e-4, scale:
     Parameters
     ----------
     rewards : torch.Tensor, shape (m * G,)
-        Rewards of ``m`` groups of ``G`` consecutive responses (the responses to one prompt).
+        Rewards of ``m`` groups of ``G`` consecutive responses (the responses to one prompt); any shape holding
+        ``m * G`` values is flattened.
     group_size : int
         ``G`` (>= 2: a group of one response has no relative advantage).
     eps : float
@@ -64,7 +65,10 @@ def group_advantages(rewards: Any, group_size: int, *, eps: float = 1e-4, scale:
     group_size = check_int("group_size", group_size, low=1)
     if group_size < 2:
         raise ValueError("group_size must be >= 2: a group of one response has no group-relative advantage")
-    r = torch.as_tensor(rewards, dtype=torch.float64).reshape(-1)
+    try:
+        r = torch.as_tensor(rewards, dtype=torch.float64).reshape(-1)
+    except (TypeError, ValueError, RuntimeError):
+        raise TypeError(f"rewards must be a tensor or array of numbers; got {type(rewards).__name__}") from None
     if r.numel() == 0 or r.numel() % group_size:
         raise ValueError(f"rewards must hold a non-zero multiple of group_size={group_size} values; got {r.numel()}")
     if not bool(r.isfinite().all()):
@@ -77,7 +81,13 @@ def group_advantages(rewards: Any, group_size: int, *, eps: float = 1e-4, scale:
 
 
 def k3_kl(logp: Any, ref_logp: Any) -> Any:
-    r"""The k3 KL estimator :math:`e^{\Delta} - \Delta - 1 \ge 0`, :math:`\Delta = \log\pi_\text{ref} - \log\pi`."""
+    r"""The k3 KL estimator :math:`e^{\Delta} - \Delta - 1 \ge 0`, :math:`\Delta = \log\pi_\text{ref} - \log\pi`.
+
+    ``logp`` and ``ref_logp`` are floating tensors of one shape. Run at every training step: shapes are checked,
+    values are not (a NaN propagates like torch's own ops); empty inputs give an empty output.
+    """
+    check_tensor("logp", logp, finite=False, nonempty=False, floating=True)
+    check_tensor("ref_logp", ref_logp, shape=tuple(logp.shape), finite=False, nonempty=False, floating=True)
     d = ref_logp - logp
     return d.exp() - d - 1
 
@@ -187,9 +197,19 @@ def grpo_loss(
     ``advantages``: shape (n,). ``is_weights`` (n, T), optional: constant per-token weights multiplying the
     surrogate (truncated importance sampling: min(pi_old / pi_rollout, C)); the
     KL term is not weighted.
+
+    Run at every training step: types and shapes are checked, values are not (a NaN in any input propagates to the
+    loss like torch's own losses).
     """
     beta = check_real("beta", beta, low=0.0)
     clip_eps = check_real("clip_eps", clip_eps, low=0.0)
+    check_tensor("logp", logp, ndim=2, finite=False, floating=True)
+    shape = tuple(logp.shape)
+    check_tensor("ref_logp", ref_logp, shape=shape, finite=False, floating=True)
+    check_tensor("mask", mask, shape=shape, finite=False)
+    check_tensor("advantages", advantages, shape=shape[:1], finite=False)
+    if old_logp is not None:
+        check_tensor("old_logp", old_logp, shape=shape, finite=False, floating=True)
     old = logp.detach() if old_logp is None else old_logp
     ratio = (logp - old).exp()
     a = advantages.to(logp.dtype)[:, None]

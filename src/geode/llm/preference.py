@@ -15,12 +15,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from geode.core.validation import check_int, check_positive
+from geode.core.validation import check_int, check_positive, check_tensor
 
 __all__ = ["dpo_loss", "sequence_logprobs"]
 
 
 def _check_same(names: tuple[str, ...], tensors: tuple[Any, ...]) -> None:
+    for n, t in zip(names, tensors):
+        check_tensor(n, t, ndim=1, floating=True)  # (n,) log-probabilities: scanning them costs nothing
     shape = tuple(tensors[0].shape)
     for n, t in zip(names, tensors):
         if tuple(t.shape) != shape:
@@ -32,15 +34,22 @@ def dpo_loss(
 ) -> Any:
     r"""Mean DPO (sigmoid) loss :math:`-\log\sigma(\beta[(\pi^+ - \pi^+_\text{ref}) - (\pi^- - \pi^-_\text{ref})])`.
 
-    All arguments are sequence log-probabilities of shape (n,); ``beta`` > 0.
+    All arguments are finite sequence log-probabilities of shape (n,), n >= 1; ``beta`` > 0. A NaN or inf raises
+    a ``ValueError`` naming the argument (rather than a NaN loss).
     """
+    args = (policy_chosen, policy_rejected, ref_chosen, ref_rejected)
+    return dpo_loss_named(args, ("policy_chosen", "policy_rejected", "ref_chosen", "ref_rejected"), beta=beta)
+
+
+def dpo_loss_named(args: tuple[Any, Any, Any, Any], names: tuple[str, str, str, str], *, beta: float) -> Any:
+    """:func:`dpo_loss` whose error messages name the caller's arguments ``names``."""
     import torch
 
     beta = check_positive("beta", beta)
-    args = (policy_chosen, policy_rejected, ref_chosen, ref_rejected)
-    _check_same(("policy_chosen", "policy_rejected", "ref_chosen", "ref_rejected"), args)
+    _check_same(names, args)
+    policy_chosen, policy_rejected, ref_chosen, ref_rejected = args
     if policy_chosen.numel() == 0:
-        raise ValueError("policy_chosen: no preference pair")
+        raise ValueError(f"{names[0]}: no preference pair")
     margin = (policy_chosen - ref_chosen) - (policy_rejected - ref_rejected)
     return -torch.nn.functional.logsigmoid(beta * margin).mean()
 

@@ -38,8 +38,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from geode.compression._checks import check_bias, check_input
 from geode.core.quant import E2M1_VALUES, mxfp4_quantize
-from geode.core.validation import check_int, check_real
+from geode.core.validation import check_int, check_real, check_tensor
 
 __all__ = [
     "E2M1_VALUES",
@@ -70,13 +71,16 @@ class QuantAdapterLinear(nn.Module):
         The float bias (frozen).
     rank : int
         Adapter rank, ``0 <= rank <= min(out_features, in_features)``; 0 means no adapter.
+
+    The forward checks its input's type and shape, not its values (it runs at every step): NaN propagates like
+    torch's own layers, and an empty batch gives an empty output.
     """
 
     def __init__(self, weight_q: torch.Tensor, bias: torch.Tensor | None, rank: int) -> None:
         super().__init__()
-        if not isinstance(weight_q, torch.Tensor) or weight_q.ndim != 2:
-            raise ValueError(f"weight_q must be a 2-D tensor; got {getattr(weight_q, 'shape', type(weight_q))}")
+        check_tensor("weight_q", weight_q, ndim=2, floating=True)
         n_out, n_in = weight_q.shape
+        check_bias(bias, n_out)
         self.rank = check_int("rank", rank, low=0, high=min(n_out, n_in))
         self.register_buffer("weight_q", weight_q.detach().clone())
         self.register_buffer("bias", None if bias is None else bias.detach().clone())
@@ -94,6 +98,7 @@ class QuantAdapterLinear(nn.Module):
     @torch.no_grad()
     def init_from_error(self, error: torch.Tensor) -> None:
         """Set ``A B`` to the best rank-``rank`` approximation of ``error`` (Eckart-Young, truncated SVD)."""
+        check_tensor("error", error, floating=True)
         if error.shape != self.weight_q.shape:
             raise ValueError(f"error must have shape {tuple(self.weight_q.shape)}; got {tuple(error.shape)}")
         if self.rank == 0:
@@ -107,6 +112,7 @@ class QuantAdapterLinear(nn.Module):
         return self.weight_q + self.A @ self.B
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_input("x", x, self.in_features)
         y = F.linear(x, self.weight_q, self.bias)
         if self.rank:
             y = y + (x @ self.B.T) @ self.A.T
@@ -135,6 +141,9 @@ class MoELayer(nn.Module):
     the Switch-Transformer load-balancing loss :math:`E \\sum_e f_e P_e` (fraction of slots routed to
     :math:`e` times its mean router probability). Set ``replay_routes`` (a ``(tokens, top_k)`` long tensor)
     to force the selection (:func:`set_replay`).
+
+    The forward checks its input's type and shape, not its values (it runs at every step): NaN propagates like
+    torch's own layers, and an empty batch gives an empty output.
     """
 
     def __init__(self, d_model: int, d_ff: int, n_experts: int, top_k: int) -> None:
@@ -148,6 +157,7 @@ class MoELayer(nn.Module):
         self.aux_loss = torch.zeros(())
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_input("x", x, self.router.in_features)
         shape = x.shape
         h = x.reshape(-1, shape[-1])
         logits = self.router(h)
@@ -245,6 +255,7 @@ class MoELM(nn.Module):
 
     def loss(self, ids: torch.Tensor, aux_coef: float = 0.0) -> torch.Tensor:
         """Next-token cross-entropy (+ ``aux_coef`` x the summed load-balancing losses)."""
+        check_real("aux_coef", aux_coef, low=0.0)
         logits = self(ids)[:, :-1]
         ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
         if aux_coef:
@@ -293,6 +304,8 @@ def topk_agreement(routes_a: Sequence[torch.Tensor], routes_b: Sequence[torch.Te
 @torch.no_grad()
 def expert_loads(model: MoELM, batches: Sequence[torch.Tensor]) -> torch.Tensor:
     """Loads ``p`` of shape ``(layers, experts)``: the fraction of routed token slots per expert (rows sum to 1)."""
+    if len(batches) == 0:
+        raise ValueError("batches must hold at least one batch of token ids")
     layers = model.moe_layers
     counts = torch.zeros(len(layers), layers[0].n_experts, dtype=torch.float64)
     for ids in batches:
@@ -350,6 +363,12 @@ def allocate_ranks(
     list of int
         :math:`r_e`. Ties go to the lower expert index.
     """
+    if len(spectra) == 0:
+        raise ValueError("spectra must hold at least one expert's spectrum")
+    for e, s in enumerate(spectra):
+        check_tensor(f"spectra[{e}]", s, ndim=1, nonempty=False)
+        if bool((s < 0).any()):
+            raise ValueError(f"spectra[{e}] must hold gains >= 0 (squared singular values)")
     w = [float(x) for x in (weights.tolist() if isinstance(weights, torch.Tensor) else weights)]
     if len(w) != len(spectra) or not spectra:
         raise ValueError(f"weights ({len(w)}) must give one value per spectrum ({len(spectra)})")
@@ -412,6 +431,8 @@ def mxfp4_moe(
 @torch.no_grad()
 def load_weighted_error(quantised: MoELM, reference: MoELM, loads: torch.Tensor) -> float:
     r""":math:`\sum_{l,e} p_{l,e} \sum_m \|W_m - (Q(W_m) + A_mB_m)\|_F^2`, the load-weighted compression error."""
+    layers = quantised.moe_layers
+    check_tensor("loads", loads, shape=(len(layers), layers[0].n_experts))
     tot = 0.0
     for li, (mq, mr) in enumerate(zip(quantised.moe_layers, reference.moe_layers, strict=True)):
         for e, (eq, er) in enumerate(zip(mq.experts, mr.experts, strict=True)):

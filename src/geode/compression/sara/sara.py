@@ -35,7 +35,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from geode.core.validation import check_int, check_real
+from geode.compression._checks import check_bias, check_input
+from geode.core.validation import check_array, check_int, check_real, check_tensor
 
 __all__ = [
     "DigitDenoiser",
@@ -59,8 +60,8 @@ class SVDLinear(nn.Module):
 
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None) -> None:
         super().__init__()
-        if not isinstance(weight, torch.Tensor) or weight.ndim != 2:
-            raise ValueError(f"weight must be a 2-D tensor; got {getattr(weight, 'shape', type(weight))}")
+        check_tensor("weight", weight, ndim=2, floating=True)  # finite before the SVD
+        check_bias(bias, weight.shape[0])
         w = weight.detach()
         u, s, vh = torch.linalg.svd(w.double(), full_matrices=False)
         self.register_buffer("weight", w.clone())
@@ -106,6 +107,8 @@ class SVDLinear(nn.Module):
         return int(r) * (self.in_features + self.out_features)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The dense or rank-``rank`` layer; ``x`` is checked for shape only (NaN propagates like torch's)."""
+        check_input("x", x, self.in_features)
         if self.rank is None:
             return F.linear(x, self.weight, self.bias)
         y = (x @ self.vh[: self.rank].T) @ self.us[:, : self.rank].T
@@ -157,6 +160,15 @@ class DigitDenoiser(nn.Module):
             self.out = nn.Linear(width, dim)
 
     def forward(self, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        """The predicted noise of ``x`` ``(n, dim)`` at diffusion times ``t`` ``(n,)``.
+
+        Shapes and types are checked, values are not (this runs at every sampling step): NaN propagates like
+        torch's own layers, and an empty batch gives an empty output.
+        """
+        check_input("x", x, self.dim)
+        check_tensor("t", t, finite=False, nonempty=False)
+        if tuple(t.shape) != tuple(x.shape[:-1]):
+            raise ValueError(f"t must hold one time per sample, shape {tuple(x.shape[:-1])}; got {tuple(t.shape)}")
         emb = self.t2(F.silu(self.t1(_timestep_embedding(t, 64))))
         h = self.inp(x) + emb
         for blk in self.blocks:
@@ -201,6 +213,8 @@ def set_block_ranks(model: DigitDenoiser, ranks: Sequence[int | None]) -> None:
 def ddpm_alphas(n_train_steps: int = 1000, beta_start: float = 1e-4, beta_end: float = 0.02) -> torch.Tensor:
     r""":math:`\bar\alpha_t = \prod_{s \le t}(1 - \beta_s)` of the linear DDPM schedule."""
     n = check_int("n_train_steps", n_train_steps, low=1)
+    check_real("beta_start", beta_start, low=0.0, high=1.0, high_inclusive=False)
+    check_real("beta_end", beta_end, low=0.0, high=1.0, high_inclusive=False)
     return torch.cumprod(1.0 - torch.linspace(beta_start, beta_end, n, dtype=torch.float64), 0)
 
 
@@ -209,6 +223,13 @@ def _ddim_times(n_train_steps: int, steps: int) -> list[int]:
 
 
 @torch.no_grad()
+def _check_noise(model: Any, noise: Any) -> None:
+    check_tensor("noise", noise, ndim=2, floating=True)
+    dim = getattr(model, "dim", noise.shape[1])
+    if noise.shape[1] != dim:
+        raise ValueError(f"noise must have shape (n, {dim}) for this model; got {tuple(noise.shape)}")
+
+
 def ddim_sample(
     model: DigitDenoiser,
     noise: torch.Tensor,
@@ -235,6 +256,7 @@ def ddim_sample(
         Receives :math:`x_t` of every step (the trajectory).
     """
     steps = check_int("steps", steps, low=1)
+    _check_noise(model, noise)
     if schedule is not None and controller is not None:
         raise ValueError("give schedule or controller, not both")
     if schedule is not None and len(schedule) != steps:
@@ -284,6 +306,9 @@ def lrae_table(
     """
     if measure not in ("output", "sample"):
         raise ValueError(f"measure must be 'output' or 'sample'; got {measure!r}")
+    _check_noise(model, noise)
+    if len(menu) == 0:
+        raise ValueError("menu must list at least one rank (None: full rank)")
     ab = ddpm_alphas() if alphas is None else alphas
     traj: list[torch.Tensor] = []
     x0_ref, _ = ddim_sample(model, noise, steps=steps, alphas=ab, record=traj)
@@ -343,11 +368,20 @@ def sara_dp(errors: Any, costs: Any, budget: float, *, resolution: int = 2000) -
     numpy.ndarray of int, shape (items...)
         The chosen option of every item.
     """
-    err = np.asarray(errors, dtype=np.float64)
+    err = check_array("errors", errors)
+    if err.ndim < 1 or err.size == 0:
+        raise ValueError(f"errors must be a non-empty array (items..., options); got shape {err.shape}")
     shape = err.shape[:-1]
     n_opt = err.shape[-1]
     err = err.reshape(-1, n_opt)
-    cost = np.broadcast_to(np.asarray(costs, dtype=np.float64), shape + (n_opt,)).reshape(-1, n_opt)
+    c_arr = check_array("costs", costs)
+    try:
+        cost = np.broadcast_to(c_arr, shape + (n_opt,)).reshape(-1, n_opt)
+    except ValueError:
+        raise ValueError(
+            f"costs must have shape (options,) = ({n_opt},) or the shape of errors {shape + (n_opt,)}; "
+            f"got {c_arr.shape}"
+        ) from None
     if (cost < 0).any() or not np.isfinite(err).all():
         raise ValueError("costs must be >= 0 and errors finite")
     budget = check_real("budget", budget, low=0.0)
@@ -413,6 +447,12 @@ class SaraOnline:
         if reading not in ("sample", "batch"):
             raise ValueError(f"reading must be 'sample' or 'batch'; got {reading!r}")
         self.full_ranks = [check_int("full_ranks", r, low=1) for r in full_ranks]
+        if not self.full_ranks:
+            raise ValueError("full_ranks must list the full rank of at least one block")
+        if not isinstance(image_shape, (tuple, list)) or len(image_shape) != 2:
+            raise ValueError(f"image_shape must be a pair of positive integers; got {image_shape!r}")
+        for v in image_shape:
+            check_int("image_shape", v, low=1)
         self.image_shape = tuple(image_shape)
         self.reading = reading
         self.fractions: list[float] = []
@@ -424,6 +464,12 @@ class SaraOnline:
         ``T(n) = 0``); :math:`\\rho = r^*/n` with :math:`r^*` the least real rank at which the piecewise-linear
         interpolation of ``T`` reaches ``tau`` (so the fraction varies continuously with ``tau``).
         """
+        check_tensor("eps", eps, ndim=2, floating=True)  # finite before the SVD
+        if self.reading == "sample" and eps.shape[1] != math.prod(self.image_shape):
+            raise ValueError(
+                f"eps must have shape (n, {math.prod(self.image_shape)}) for image_shape={self.image_shape}; "
+                f"got {tuple(eps.shape)}"
+            )
         if self.reading == "sample":
             s2 = torch.linalg.svdvals(eps.double().reshape(-1, *self.image_shape)).pow(2)
         else:

@@ -47,8 +47,9 @@ from typing import Any, NamedTuple
 import torch
 from torch import nn
 
+from geode.compression._checks import check_bias, check_input
 from geode.compression.quant import fitting_group_size, output_error, replace_linears
-from geode.core.validation import check_int, check_positive
+from geode.core.validation import check_int, check_positive, check_tensor
 
 __all__ = [
     "SPHCodebook",
@@ -67,8 +68,13 @@ _DIM = 8  # the vector length of the paper
 
 
 def angles_to_vectors(phi: torch.Tensor) -> torch.Tensor:
-    """Hyperspherical angles (..., 7) to unit vectors (..., 8); positive when ``phi`` lies in [0, pi/2]."""
-    if phi.shape[-1] != _DIM - 1:
+    """Hyperspherical angles (..., 7) to unit vectors (..., 8); positive when ``phi`` lies in [0, pi/2].
+
+    Elementwise, and run at every fine-tuning step: the shape is checked, the values are not (NaN propagates like
+    torch's own ops); an empty batch gives an empty output.
+    """
+    check_tensor("phi", phi, finite=False, nonempty=False, floating=True)
+    if phi.ndim < 1 or phi.shape[-1] != _DIM - 1:
         raise ValueError(f"phi must have last dimension {_DIM - 1}; got {tuple(phi.shape)}")
     sin, cos = torch.sin(phi), torch.cos(phi)
     ones = torch.ones_like(phi[..., :1])
@@ -77,8 +83,13 @@ def angles_to_vectors(phi: torch.Tensor) -> torch.Tensor:
 
 
 def vectors_to_angles(c: torch.Tensor) -> torch.Tensor:
-    """Inverse of :func:`angles_to_vectors` for unit vectors (..., 8): angles in [0, pi/2] for positive ``c``."""
-    if c.shape[-1] != _DIM:
+    """Inverse of :func:`angles_to_vectors` for unit vectors (..., 8): angles in [0, pi/2] for positive ``c``.
+
+    Elementwise: the shape is checked, the values are not (a NaN or inf gives NaN or meaningless angles, like torch's
+    own ``atan2``); an empty batch gives an empty output.
+    """
+    check_tensor("c", c, finite=False, nonempty=False, floating=True)
+    if c.ndim < 1 or c.shape[-1] != _DIM:
         raise ValueError(f"c must have last dimension {_DIM}; got {tuple(c.shape)}")
     # tail norms ||c_{i+1:}|| for i = 1..7
     tail = torch.sqrt(torch.flip(torch.cumsum(torch.flip(c**2, [-1]), dim=-1), [-1]))[..., 1:]
@@ -94,6 +105,7 @@ def spherical_kmeans(directions: torch.Tensor, n_codes: int, *, iters: int = 20,
     the worst fit. Positive inputs give positive centres. Returns (n_codes, 8) unit vectors.
     """
     n_codes = check_int("n_codes", n_codes, low=1)
+    check_tensor("directions", directions, floating=True)
     if directions.ndim != 2 or directions.shape[1] != _DIM:
         raise ValueError(f"directions must have shape (N, {_DIM}); got {tuple(directions.shape)}")
     if directions.shape[0] < n_codes:
@@ -125,6 +137,7 @@ class SPHCodebook(nn.Module):
 
     def __init__(self, vectors: torch.Tensor) -> None:
         super().__init__()
+        check_tensor("vectors", vectors, floating=True)
         if vectors.ndim != 2 or vectors.shape[1] != _DIM:
             raise ValueError(f"vectors must have shape (K, {_DIM}); got {tuple(vectors.shape)}")
         v = vectors.detach().float().clamp_min(0.0)
@@ -191,10 +204,8 @@ def sph_encode(
     along it, :math:`\rho = \langle |w|, c_j \rangle` (equal to :math:`\|w\|` when the direction is exact);
     the group scale is :math:`\max_g \rho / (2^{b_\rho} - 1)`.
     """
-    if not isinstance(weight, torch.Tensor) or weight.ndim != 2 or not weight.is_floating_point():
-        raise ValueError("weight must be a 2-D floating-point tensor")
-    if not torch.isfinite(weight).all():
-        raise ValueError("weight must be finite")
+    check_tensor("weight", weight, ndim=2, floating=True)
+    _check_codebook(codebook, finite=True)
     radius_bits = check_int("radius_bits", radius_bits, low=1, high=16)
     group_size = check_int("group_size", group_size, low=1)
     n_out, n_in = weight.shape
@@ -216,8 +227,31 @@ def sph_encode(
     return SPHCodes(signs, index, radius, scales)
 
 
+def _check_codebook(codebook: Any, *, finite: bool) -> None:
+    check_tensor("codebook", codebook, finite=finite, floating=True)
+    if codebook.ndim != 2 or codebook.shape[1] != _DIM:
+        raise ValueError(f"codebook must have shape (K, {_DIM}); got {tuple(codebook.shape)}")
+
+
+def _check_codes(codes: Any) -> None:
+    if not isinstance(codes, SPHCodes):
+        raise TypeError(f"codes must be SPHCodes (from sph_encode); got {type(codes).__name__}")
+    for name in ("signs", "index", "radius", "scales"):
+        check_tensor(f"codes.{name}", getattr(codes, name), ndim=2, finite=False)
+    if not codes.signs.shape == codes.index.shape == codes.radius.shape:
+        raise ValueError("codes.signs, codes.index and codes.radius must have the same shape (n_out, n_in / 8)")
+    if codes.scales.shape[0] != codes.index.shape[0] or codes.index.shape[1] % codes.scales.shape[1]:
+        raise ValueError("codes.scales must have shape (n_out, n_groups) with n_groups dividing n_in / 8")
+
+
 def sph_decode(codes: SPHCodes, codebook: torch.Tensor) -> torch.Tensor:
-    """The float weight :math:`\\Delta_g r\\, s \\odot c_j` (n_out, n_in); differentiable in codebook and scales."""
+    """The float weight :math:`\\Delta_g r\\, s \\odot c_j` (n_out, n_in); differentiable in codebook and scales.
+
+    Run at every fine-tuning step: the types and shapes of ``codes`` and ``codebook`` are checked, their values are
+    not (a NaN in ``codebook`` or ``codes.scales`` propagates like torch's own ops).
+    """
+    _check_codes(codes)
+    _check_codebook(codebook, finite=False)
     n_out, nv = codes.index.shape
     vpg = nv // codes.scales.shape[1]
     rho = codes.radius.to(codebook.dtype) * codes.scales.to(codebook.dtype).repeat_interleave(vpg, dim=1)
@@ -257,6 +291,10 @@ class SPHLinear(nn.Module):
         super().__init__()
         self.direction_bits = check_int("direction_bits", direction_bits, low=1, high=16)
         self.radius_bits = check_int("radius_bits", radius_bits, low=1, high=16)
+        _check_codes(codes)
+        check_tensor("codes.scales", codes.scales, floating=True)
+        _check_codebook(codebook, finite=True)
+        check_bias(bias, codes.index.shape[0])
         if codebook.shape != (2**self.direction_bits, _DIM):
             raise ValueError(
                 f"codebook must have shape ({2**self.direction_bits}, {_DIM}); got {tuple(codebook.shape)}"
@@ -285,6 +323,8 @@ class SPHLinear(nn.Module):
         return sph_decode(SPHCodes(c.signs, c.index, c.radius, c.scales.float()), self.codebook)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x W^T + b`` with the dequantised weight; ``x`` is checked for shape only (NaN propagates like torch's)."""
+        check_input("x", x, self.in_features)
         w = self.dequantize().to(x.dtype)
         return nn.functional.linear(x, w, None if self.bias is None else self.bias.to(x.dtype))
 

@@ -37,7 +37,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from geode.core.validation import check_int, check_real
+from geode.compression._checks import check_input
+from geode.core.validation import check_int, check_real, check_tensor
 
 __all__ = [
     "ActivationCompressor",
@@ -112,8 +113,16 @@ class ActivationCompressor:
 
     @torch.no_grad()
     def compress(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """``(C, B, idx, q, scale)`` of a 2-D input ``x`` (N, d)."""
-        b = self._update_basis(x)
+        """``(C, B, idx, q, scale)`` of a 2-D input ``x`` (N, d).
+
+        Runs at every training forward: the type and shape of ``x`` are checked, its values are not; a NaN or inf
+        propagates, except where it reaches the SVD of the basis, which then raises a ``ValueError`` naming ``x``.
+        """
+        check_tensor("x", x, ndim=2, finite=False, nonempty=False, floating=True)
+        try:
+            b = self._update_basis(x)
+        except torch.linalg.LinAlgError as exc:
+            raise ValueError(f"x must be finite: the SVD of the activations failed ({exc})") from None
         if self.track:
             self.calls += 1
         c = x @ b
@@ -169,7 +178,9 @@ class _StacrLinearFn(torch.autograd.Function):
 class StacrLinear(nn.Module):
     """Wraps an ``nn.Linear`` (or a Hugging Face ``Conv1D``) so that its saved input is STAC-R-compressed.
 
-    ``enabled=False`` runs the wrapped layer unchanged (exact gradients), for fidelity checks.
+    ``enabled=False`` runs the wrapped layer unchanged (exact gradients), for fidelity checks. The forward checks
+    its input's type and shape, not its values (it runs at every step): NaN propagates like torch's own layers,
+    except into the compressor's SVD (a ``ValueError`` naming ``x``); an empty batch gives an empty output.
     """
 
     def __init__(self, layer: nn.Module, compressor: ActivationCompressor) -> None:
@@ -180,11 +191,14 @@ class StacrLinear(nn.Module):
             self.transposed = True  # HF Conv1D: y = x @ W + b with W (n_in, n_out)
         else:
             raise TypeError(f"layer must be an nn.Linear or a transformers Conv1D; got {type(layer).__name__}")
+        if not isinstance(compressor, ActivationCompressor):
+            raise TypeError(f"compressor must be an ActivationCompressor; got {type(compressor).__name__}")
         self.layer = layer
         self.compressor = compressor
         self.enabled = True
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_input("x", x, self.layer.weight.shape[0] if self.transposed else self.layer.in_features)
         if not self.enabled or not torch.is_grad_enabled():
             return self.layer(x)
         w = self.layer.weight.T if self.transposed else self.layer.weight
@@ -242,7 +256,12 @@ def saved_bytes(exclude: Sequence[torch.Tensor] = ()) -> Iterator[dict[str, int]
     """Count the bytes autograd saves for backward inside the block (unique storages; ``exclude`` e.g. parameters).
 
     Yields a dict whose ``"bytes"`` is filled in as the block runs (``torch.autograd.graph.saved_tensors_hooks``).
+    ``exclude``'s tensors are matched by storage, so their values (and shapes) do not matter; empty excludes nothing.
     """
+    ok = not isinstance(exclude, (torch.Tensor, str)) and hasattr(exclude, "__iter__")
+    exclude = list(exclude) if ok else []
+    if not ok or not all(isinstance(t, torch.Tensor) for t in exclude):
+        raise TypeError("exclude must be a sequence of tensors (e.g. list(model.parameters()))")
     skip = {t.untyped_storage().data_ptr() for t in exclude}
     seen: set[int] = set()
     out = {"bytes": 0, "tensors": 0}
@@ -266,8 +285,13 @@ def bridge_cosine_bound(g: torch.Tensor, x: torch.Tensor, x_hat: torch.Tensor) -
     .. math:: \\sqrt{1 - \\varepsilon^2}, \\qquad
         \\varepsilon = \\|G^\\top (X - \\hat X)\\|_F / \\|G^\\top X\\|_F ,
 
-    and 0 when :math:`\\varepsilon \\ge 1`.
+    and 0 when :math:`\\varepsilon \\ge 1`. ``g`` is ``(N, d_out)``, ``x`` and ``x_hat`` are ``(N, d_in)``.
     """
+    check_tensor("g", g, ndim=2, floating=True)
+    check_tensor("x", x, ndim=2, floating=True)
+    check_tensor("x_hat", x_hat, shape=tuple(x.shape), floating=True)
+    if g.shape[0] != x.shape[0]:
+        raise ValueError(f"g and x must have one row per sample; got {g.shape[0]} and {x.shape[0]}")
     exact = g.T @ x
     eps = float((g.T @ (x - x_hat)).norm() / exact.norm().clamp_min(1e-30))
     return math.sqrt(1.0 - eps**2) if eps < 1 else 0.0

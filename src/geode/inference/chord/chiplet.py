@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from geode.core.validation import check_int, check_real
+
 __all__ = [
     "CLAP",
     "LADM",
@@ -95,11 +97,9 @@ class ChipletGPU:
         if int(self.cus) != self.cus or self.cus < 1:
             raise ValueError(f"cus must be an integer >= 1; got {self.cus!r}")
         for name in ("cu_flops", "local_bw", "remote_bw"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0; got {getattr(self, name)!r}")
+            check_real(name, getattr(self, name), low=0.0, low_inclusive=False)
         for name in ("local_latency", "remote_latency", "launch"):
-            if not getattr(self, name) >= 0:
-                raise ValueError(f"{name} must be >= 0; got {getattr(self, name)!r}")
+            check_real(name, getattr(self, name), low=0.0)
         if int(self.page_bytes) != self.page_bytes or self.page_bytes < 1:
             raise ValueError(f"page_bytes must be an integer >= 1; got {self.page_bytes!r}")
 
@@ -108,7 +108,8 @@ class ChipletGPU:
 class Access:
     """What the workgroups of one kernel touch in one buffer: ``nbytes[i]`` bytes of page ``page[i]`` (an index
     inside the buffer) by workgroup ``wg[i]``. ``dynamic`` marks data-dependent accesses (a gather through an
-    index or block table), which a static analysis of the kernel's index maps cannot see."""
+    index or block table), which a static analysis of the kernel's index maps cannot see. ``wg``, ``page`` and
+    ``nbytes`` are flattened (any shape of the same size is accepted)."""
 
     buffer: str
     wg: np.ndarray
@@ -119,7 +120,12 @@ class Access:
     def __post_init__(self) -> None:
         self.wg = np.asarray(self.wg, dtype=np.int64).ravel()
         self.page = np.asarray(self.page, dtype=np.int64).ravel()
-        self.nbytes = np.asarray(self.nbytes, dtype=np.float64).ravel()
+        try:
+            self.nbytes = np.asarray(self.nbytes, dtype=np.float64).ravel()
+        except (TypeError, ValueError):
+            raise TypeError(
+                f"Access to {self.buffer!r}: nbytes must be an array of byte counts; got {type(self.nbytes).__name__}"
+            ) from None
         if not (self.wg.shape == self.page.shape == self.nbytes.shape):
             raise ValueError(f"Access to {self.buffer!r}: wg, page and nbytes must have the same length")
         if self.nbytes.size and (not np.all(np.isfinite(self.nbytes)) or self.nbytes.min() < 0):
@@ -140,7 +146,13 @@ class Kernel:
         if int(self.n_wg) != self.n_wg or self.n_wg < 1:
             raise ValueError(f"kernel {self.name!r}: n_wg must be an integer >= 1; got {self.n_wg!r}")
         self.n_wg = int(self.n_wg)
-        f = np.broadcast_to(np.asarray(self.flops, dtype=np.float64), (self.n_wg,)).copy()
+        try:
+            f = np.broadcast_to(np.asarray(self.flops, dtype=np.float64), (self.n_wg,)).copy()
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"kernel {self.name!r}: flops must be a number or an array of n_wg={self.n_wg} numbers; "
+                f"got {type(self.flops).__name__} of shape {np.shape(self.flops)}"
+            ) from None
         if not np.all(np.isfinite(f)) or f.min() < 0:
             raise ValueError(f"kernel {self.name!r}: flops must be finite and >= 0")
         self.flops = f
@@ -300,7 +312,17 @@ def _topological(preds: list[list[int]] | list[set[int]], names: list[str]) -> l
 def tile_pages(
     shape: tuple[int, int], rows: tuple[int, int], cols: tuple[int, int], elem_bytes: int, page_bytes: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Pages and bytes per page of the tile ``[r0:r1, c0:c1]`` of a row-major ``shape`` matrix."""
+    """Pages and bytes per page of the tile ``[r0:r1, c0:c1]`` of a row-major ``shape`` matrix.
+
+    An empty tile (after clipping to the matrix) gives no pages.
+    """
+    for name, pair in (("shape", shape), ("rows", rows), ("cols", cols)):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise ValueError(f"{name} must be a pair of integers; got {pair!r}")
+        for v in pair:
+            check_int(name, v)
+    check_int("elem_bytes", elem_bytes, low=1)
+    check_int("page_bytes", page_bytes, low=1)
     n_rows, n_cols = shape
     r0, r1 = max(0, rows[0]), min(n_rows, rows[1])
     c0, c1 = max(0, cols[0]), min(n_cols, cols[1])
@@ -323,7 +345,10 @@ def tile_pages(
 class Plan:
     """A schedule and a placement: ``dispatch[k][w]`` is the chiplet of workgroup ``w`` of kernel ``k``,
     ``home[p]`` the chiplet of page ``p``, ``replicated[p]`` whether ``p`` has a copy on every chiplet, and
-    ``overlap`` whether independent kernels may run at the same time on disjoint chiplets."""
+    ``overlap`` whether independent kernels may run at the same time on disjoint chiplets.
+
+    A plain record: :func:`simulate_chiplets` checks it against the DAG and the GPU (one dispatch per kernel,
+    one home per page, chiplets in range)."""
 
     dispatch: list[np.ndarray]
     home: np.ndarray
@@ -334,7 +359,10 @@ class Plan:
 
 @dataclass
 class ChipletSimResult:
-    """What :func:`simulate_chiplets` measured: makespan, per-kernel times, bytes and the access profile."""
+    """What :func:`simulate_chiplets` measured: makespan, per-kernel times, bytes and the access profile.
+
+    A plain record of the simulator's output: it stores what it is given without checking (build it with
+    :func:`simulate_chiplets`)."""
 
     makespan: float
     start: np.ndarray
@@ -486,8 +514,7 @@ class CLAP:
     def __init__(self, group: int = 16, locality: float = 0.5) -> None:
         if int(group) != group or group < 1:
             raise ValueError(f"group must be an integer >= 1; got {group!r}")
-        if not 0.0 <= locality < 1.0:
-            raise ValueError(f"locality must be in [0, 1); got {locality!r}")
+        check_real("locality", locality, low=0.0, high=1.0, high_inclusive=False)
         self.group = int(group)
         self.locality = float(locality)
 
@@ -585,6 +612,7 @@ class ChordPolicy:
     ) -> None:
         if mode not in ("static", "profiled"):
             raise ValueError(f"mode must be 'static' or 'profiled'; got {mode!r}")
+        check_real("capacity", capacity)
         if not capacity >= 1.0:
             raise ValueError(f"capacity must be >= 1 (the footprint must fit); got {capacity!r}")
         self.mode, self.replicate, self.overlap, self.capacity = mode, bool(replicate), bool(overlap), float(capacity)

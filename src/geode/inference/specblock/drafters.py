@@ -54,7 +54,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from geode.core.validation import check_int, check_real
+from geode.core.validation import check_int, check_real, check_tensor
 from geode.inference.speculative import DraftTree, SpecCostModel, check_budget
 
 __all__ = [
@@ -71,8 +71,26 @@ __all__ = [
 BRANCH_WIDTHS = (1, 4, 10, 0)  # children per rank bucket: rank 1, 2-4, 5-10, > 10 (stop)
 
 
+def _check_logits(logits: Any, *, nonempty: bool) -> None:
+    check_tensor("logits", logits, finite=False, nonempty=nonempty, floating=True)
+    if logits.ndim < 1 or logits.shape[-1] < 2:
+        raise ValueError(f"logits must have a vocabulary of at least 2 on its last axis; got {tuple(logits.shape)}")
+
+
 def rank_buckets(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """Bucket of ``target``'s rank in ``logits`` (last axis): 0 (rank 1), 1 (2-4), 2 (5-10), 3 (> 10)."""
+    """Bucket of ``target``'s rank in ``logits`` (last axis): 0 (rank 1), 1 (2-4), 2 (5-10), 3 (> 10).
+
+    ``target`` has the shape of ``logits`` without its last axis. Shapes are checked, values are not (this runs
+    at every training step): a NaN logit is ranked as :func:`torch.topk` ranks it, like torch's own ops. An
+    empty batch gives an empty output.
+    """
+    _check_logits(logits, nonempty=False)
+    check_tensor("target", target, finite=False, nonempty=False)
+    if tuple(target.shape) != tuple(logits.shape[:-1]):
+        raise ValueError(
+            f"target must have the shape of logits without its last axis {tuple(logits.shape[:-1])}; "
+            f"got {tuple(target.shape)}"
+        )
     top = logits.topk(min(10, logits.shape[-1]), dim=-1).indices
     match = top == target.unsqueeze(-1)
     pos = match.float().argmax(-1)
@@ -81,7 +99,12 @@ def rank_buckets(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 
 
 def rank_features(logits: torch.Tensor) -> torch.Tensor:
-    """The 15 distribution features of the rank head: top-10 log-probs, gaps 1-2/1-3/1-5, p_top1, top-20 entropy."""
+    """The 15 distribution features of the rank head: top-10 log-probs, gaps 1-2/1-3/1-5, p_top1, top-20 entropy.
+
+    Shapes are checked, values are not (this runs at every drafting step): NaN propagates like torch's own ops.
+    An empty batch gives an empty output.
+    """
+    _check_logits(logits, nonempty=False)
     logp = F.log_softmax(logits.float(), dim=-1)
     v = logp.shape[-1]
     top = logp.topk(min(20, v), dim=-1).values
@@ -464,8 +487,26 @@ def drafter_loss(
         Frequency-reweighting budget of the rank loss (<= 0 disables it).
     generator : torch.Generator, optional
         Draws the block offsets M.
+
+    Notes
+    -----
+    The shapes and types of ``feat``, ``toks`` and ``probs`` are checked, but not their values: this runs at every
+    training step, so a NaN or inf in ``feat`` or ``probs`` propagates to the loss like torch's own losses.
     """
     check_real("position_weight", position_weight, low=0.0, high=1.0)
+    check_tensor("feat", feat, ndim=2, floating=True, finite=False)
+    check_tensor("toks", toks, ndim=2, finite=False)
+    check_tensor("probs", probs, ndim=3, floating=True, finite=False)
+    if toks.is_floating_point():
+        raise TypeError(f"toks must hold integer token ids; got dtype {toks.dtype}")
+    if not feat.shape[0] == toks.shape[0] == probs.shape[0]:
+        raise ValueError(
+            f"feat, toks and probs must have one row per window; got {feat.shape[0]}, {toks.shape[0]} and "
+            f"{probs.shape[0]}"
+        )
+    n_feat = drafter.cond_proj.in_features if isinstance(drafter, _DrafterBase) else feat.shape[1]
+    if feat.shape[1] != n_feat:
+        raise ValueError(f"feat must have the drafter's {n_feat} features per window; got {feat.shape[1]}")
     j_total = probs.shape[1]
     dev = feat.device
     if toks.shape[1] != j_total + 1:

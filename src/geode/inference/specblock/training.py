@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from geode.core.validation import check_int, check_positive
+from geode.core.validation import check_int, check_positive, check_tensor
 from geode.inference.specblock.drafters import drafter_loss
 from geode.inference.speculative import SpecStats, feature_layers, model_device, speculative_decode
 
@@ -71,7 +71,18 @@ class DrafterData:
     ) -> None:
         if probs is None and (top_p is None or top_i is None or vocab_size is None):
             raise ValueError("probs: give dense probs, or top_p, top_i and vocab_size")
+        check_tensor("toks", toks, ndim=2)
+        if toks.is_floating_point():
+            raise TypeError(f"toks must hold integer token ids; got dtype {toks.dtype}")
         n, t = toks.shape[:2]
+        check_tensor("feats", feats, ndim=3, floating=True)
+        if tuple(feats.shape[:2]) != (n, t):
+            raise ValueError(f"feats must have shape ({n}, {t}, F) like toks; got {tuple(feats.shape)}")
+        named = {"probs": probs} if probs is not None else {"top_p": top_p, "top_i": top_i}
+        for name, value in named.items():
+            check_tensor(name, value, ndim=3, floating=name != "top_i")
+            if tuple(value.shape[:2]) != (n, t):
+                raise ValueError(f"{name} must have shape ({n}, {t}, *) like toks; got {tuple(value.shape)}")
         if starts is None:
             starts = torch.zeros(n, dtype=torch.long)
         starts = torch.as_tensor(starts, dtype=torch.long)
@@ -426,6 +437,10 @@ def evaluate_drafter(
     Prompt ``i`` decodes with the seed ``[seed, i]`` (sampling verification only); each needs at least two
     tokens. Greedy (``temperature=0``) outputs equal the target's greedy decoding token for token.
     """
+    if isinstance(prompts, (str, bytes)) or not hasattr(prompts, "__len__"):
+        raise TypeError(f"prompts: expected a sequence of token-id sequences; got {type(prompts).__name__}")
+    if len(prompts) == 0:
+        raise ValueError("prompts: give at least one prompt")
     st = SpecStats()
     outs = []
     for i, p in enumerate(prompts):

@@ -54,7 +54,7 @@ def skip_layers(model: Any, skip: Sequence[int]) -> Iterator[Any]:
     """Context manager: inside it, ``model`` runs with the decoder layers in ``skip`` removed.
 
     SWIFT-style API (``with skip_layers(model, [2, 3]): model(ids)``). Raises ``ValueError`` naming
-    ``skip`` when an index is out of range or repeated.
+    ``skip`` when an index is out of range or repeated. An empty ``skip`` runs the full model.
     """
     import torch
 
@@ -85,7 +85,11 @@ def step_cost(n_layers: int, n_skipped: int, overhead: float = 0.1) -> float:
 
 @dataclass
 class DecodeStats:
-    """Counts of one decode: target forwards, draft forwards, accepted lengths per step, modeled cost."""
+    """Counts of one decode: target forwards, draft forwards, accepted lengths per step, modeled cost.
+
+    A plain record that the decoders fill in as they run: it stores what it is given without checking, and
+    starts empty (no steps).
+    """
 
     target_forwards: int = 0
     draft_forwards: int = 0
@@ -159,7 +163,7 @@ def self_speculative_decode(
     max_new : int
         Maximum new tokens (stops earlier at ``eos``).
     skip : sequence of int
-        Layers skipped by the draft.
+        Layers skipped by the draft (empty: the draft is the full model and every draft token is accepted).
     k : int
         Draft length per step (>= 1).
     overhead : float

@@ -35,9 +35,16 @@ __all__ = ["SpiritPolicy", "StaticPolicy", "SwiftPolicy", "matchness", "run_stre
 
 
 def matchness(model: Any, seq: Sequence[int], n_prompt: int, skip: Sequence[int]) -> float:
-    """Fraction of generated positions of ``seq`` whose token the skipped model predicts (one forward)."""
+    """Fraction of generated positions of ``seq`` whose token the skipped model predicts (one forward).
+
+    ``seq`` is the prompt (its first ``n_prompt`` tokens, at least one) followed by the generated tokens; with no
+    generated token the matchness is 1. An empty ``skip`` is the full model (matchness 1 on its own greedy output).
+    """
     import torch
 
+    if len(seq) == 0:
+        raise ValueError("seq must hold at least one token (the prompt)")
+    n_prompt = check_int("n_prompt", n_prompt, low=1, high=len(seq))
     with skip_layers(model, skip):
         pred = _argmax_all(model, torch.tensor([list(seq)]))
     tgt = torch.tensor(list(seq[n_prompt:]))
@@ -47,7 +54,7 @@ def matchness(model: Any, seq: Sequence[int], n_prompt: int, skip: Sequence[int]
 
 
 class StaticPolicy:
-    """Always the same skip set (the oracle and the tuned static baseline)."""
+    """Always the same skip set (the oracle and the tuned static baseline); an empty ``skip`` never skips."""
 
     def __init__(self, skip: Sequence[int]) -> None:
         self.skip = tuple(int(i) for i in skip)
@@ -116,6 +123,10 @@ class SpiritPolicy:
         self.refine = check_int("refine", refine, low=0)
         self.drop = check_real("drop", drop, low=0.0, high=1.0)
         self.cands = list(range(1, len(model.model.layers) - 1))
+        if isinstance(ratios, (str, bytes)) or not hasattr(ratios, "__iter__"):
+            raise TypeError(f"ratios must be a sequence of skip ratios in [0, 1]; got {type(ratios).__name__}")
+        for i, r in enumerate(ratios):
+            check_real(f"ratios[{i}]", r, low=0.0, high=1.0)
         sizes = sorted({max(1, int(round(r * len(self.cands)))) for r in ratios})
         if not sizes:
             raise ValueError("ratios: must not be empty")
@@ -192,6 +203,8 @@ def run_stream(
     Returns per-window speeds, configurations and tasks, the outputs, and the stream's tokens per cost.
     """
     window = check_int("window", window, low=1)
+    if len(requests) == 0:
+        raise ValueError("requests must hold at least one (prompt, task) pair")
     speeds, skips, tasks, outputs = [], [], [], []
     tot_tokens, tot_cost = 0, 0.0
     for w0 in range(0, len(requests), window):

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from geode.core.validation import check_choice, check_real
-from geode.inference.serving import FCFS, SJF, Policy, as_lengths, volume
+from geode.inference.serving import FCFS, SJF, Policy, as_lengths, priority_inputs, volume
 
 __all__ = ["SVF", "OneBitSVF", "vllm_priority"]
 
@@ -43,6 +43,7 @@ class SVF(Policy):
         self.aging = check_real("aging", aging, low=0.0)
 
     def priority(self, prompt: np.ndarray, predicted_output: np.ndarray, arrival: np.ndarray) -> np.ndarray:
+        prompt, predicted_output, arrival = priority_inputs(prompt, predicted_output, arrival)
         v = volume(prompt, predicted_output).astype(float)
         return v + self.aging * np.asarray(arrival, dtype=float) if self.aging > 0 else v
 
@@ -103,6 +104,7 @@ class OneBitSVF(Policy):
         return (v > theta).astype(np.int64)
 
     def priority(self, prompt: np.ndarray, predicted_output: np.ndarray, arrival: np.ndarray) -> np.ndarray:
+        prompt, predicted_output, arrival = priority_inputs(prompt, predicted_output, arrival)
         b = self.bits(prompt, predicted_output)
         if self.variant == "volume":
             return b.astype(float)

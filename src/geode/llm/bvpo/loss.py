@@ -32,8 +32,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from geode.core.validation import check_real
-from geode.llm.preference import dpo_loss, sequence_logprobs
+from geode.core.validation import check_array, check_real
+from geode.llm.preference import dpo_loss, dpo_loss_named, sequence_logprobs
 
 __all__ = ["bvpo_loss", "dpo_loss", "mse_optimal_alpha", "sequence_logprobs"]
 
@@ -60,10 +60,16 @@ def bvpo_loss(
     alpha = check_real("alpha", alpha, low=0.0, high=1.0)
     out = 0.0
     if alpha > 0:
-        out = out + alpha * dpo_loss(trace_chosen, trace_rejected, ref_trace_chosen, ref_trace_rejected, beta=beta)
+        out = out + alpha * dpo_loss_named(
+            (trace_chosen, trace_rejected, ref_trace_chosen, ref_trace_rejected),
+            ("trace_chosen", "trace_rejected", "ref_trace_chosen", "ref_trace_rejected"),
+            beta=beta,
+        )
     if alpha < 1:
-        out = out + (1 - alpha) * dpo_loss(
-            empty_chosen, empty_rejected, ref_empty_chosen, ref_empty_rejected, beta=beta
+        out = out + (1 - alpha) * dpo_loss_named(
+            (empty_chosen, empty_rejected, ref_empty_chosen, ref_empty_rejected),
+            ("empty_chosen", "empty_rejected", "ref_empty_chosen", "ref_empty_rejected"),
+            beta=beta,
         )
     return out
 
@@ -87,8 +93,12 @@ def mse_optimal_alpha(trace_grads: Any, empty_grad: Any) -> tuple[float, dict[st
     """
     import numpy as np
 
-    g = np.asarray(trace_grads.detach().cpu() if hasattr(trace_grads, "detach") else trace_grads, dtype=float)
-    e = np.asarray(empty_grad.detach().cpu() if hasattr(empty_grad, "detach") else empty_grad, dtype=float)
+    g = check_array(
+        "trace_grads", trace_grads.detach().cpu() if hasattr(trace_grads, "detach") else trace_grads, finite=False
+    )
+    e = check_array(
+        "empty_grad", empty_grad.detach().cpu() if hasattr(empty_grad, "detach") else empty_grad, finite=False
+    )
     if g.ndim != 2 or g.shape[0] < 2:
         raise ValueError(f"trace_grads must have shape (K, p) with K >= 2; got {g.shape}")
     if e.shape != g.shape[1:]:

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from geode.core.validation import check_choice, check_positive
+from geode.core.validation import check_choice, check_positive, check_tensor
 from geode.llm.bytedistill.projection import BytePath, ByteVocab, aligned_chunks, byte_distributions
 
 __all__ = ["blda_from_byte_probs", "blda_loss", "uld_loss"]
@@ -57,9 +57,14 @@ def blda_from_byte_probs(teacher_probs: Any, student_log_probs: Any, *, mask: An
         Rows that count.
     weights : torch.Tensor (N,), optional
         Row weights (normalised to sum to one over the counted rows).
+
+    A training loss run at every step: types and shapes are checked, values are not (a NaN propagates like torch's
+    own losses).
     """
     import torch
 
+    check_tensor("teacher_probs", teacher_probs, finite=False, floating=True)
+    check_tensor("student_log_probs", student_log_probs, finite=False, floating=True)
     if teacher_probs.shape != student_log_probs.shape or teacher_probs.ndim != 2 or teacher_probs.shape[1] != 256:
         raise ValueError(
             f"teacher_probs and student_log_probs must both be (N, 256); got {tuple(teacher_probs.shape)} and "
@@ -116,6 +121,9 @@ def blda_loss(
         How :func:`aligned_chunks` treats chunk boundaries that are not valid UTF-8 (only used by
         ``reduction="chunk"`` and for checking with ``"strict"``).
 
+    A training loss run at every step: types and shapes are checked, values are not (a NaN propagates like torch's
+    own losses).
+
     Returns
     -------
     torch.Tensor (scalar), differentiable in ``student_logits``.
@@ -131,9 +139,17 @@ def blda_loss(
     for i, (a, b) in enumerate(zip(tp, sp)):
         if a.data != b.data:
             raise ValueError(f"pair {i}: teacher and student paths decode to different bytes")
-    with torch.no_grad():
-        t = byte_distributions(teacher_logits.detach() / tau, tp, teacher_vocab)
-    s = byte_distributions(student_logits / tau, sp, student_vocab, log=True)
+    check_tensor("teacher_logits", teacher_logits, finite=False, floating=True)
+    check_tensor("student_logits", student_logits, finite=False, floating=True)
+    try:
+        with torch.no_grad():
+            t = byte_distributions(teacher_logits.detach() / tau, tp, teacher_vocab)
+    except ValueError as exc:
+        raise ValueError(f"teacher_logits, teacher_paths, teacher_vocab: {exc}") from None
+    try:
+        s = byte_distributions(student_logits / tau, sp, student_vocab, log=True)
+    except ValueError as exc:
+        raise ValueError(f"student_logits, student_paths, student_vocab: {exc}") from None
     n = sum(p.n_bytes for p in sp)
     if byte_mask is None:
         mask = torch.ones(n, dtype=torch.bool)
@@ -177,10 +193,15 @@ def uld_loss(teacher_probs: Any, student_logits: Any, *, temperature: float = 1.
     Returns
     -------
     torch.Tensor (scalar)
+
+    A training loss run at every step: types and shapes are checked, values are not (a NaN propagates like torch's
+    own losses).
     """
     import torch
 
     tau = check_positive("temperature", temperature)
+    check_tensor("teacher_probs", teacher_probs, finite=False, nonempty=False, floating=True)
+    check_tensor("student_logits", student_logits, finite=False, nonempty=False, floating=True)
     if teacher_probs.ndim != 2 or student_logits.ndim != 2 or teacher_probs.shape[0] != student_logits.shape[0]:
         raise ValueError(
             f"teacher_probs (n, V_t) and student_logits (n, V_s) must have the same rows; got "

@@ -381,6 +381,9 @@ def byte_distributions(
     -------
     torch.Tensor, shape (sum_i N_i, 256), float64
         Row ``j`` of path ``i`` (rows concatenated in path order) is :math:`P(\cdot \mid b_{<j})`.
+
+    Run at every training step: types and shapes are checked, values are not (a NaN logit propagates like
+    ``torch.softmax``).
     """
     import torch
 

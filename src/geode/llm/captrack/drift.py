@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from geode.core.random import as_generator
-from geode.core.validation import check_int
+from geode.core.validation import check_array, check_int
 
 __all__ = ["DriftReport", "drift_report", "relative_drift"]
 
@@ -30,11 +30,13 @@ __all__ = ["DriftReport", "drift_report", "relative_drift"]
 def relative_drift(base: Any, adapted: Any) -> float:
     r"""Relative difference :math:`100\,(\bar a - \bar b) / |\bar b|` of the mean scores, in percent.
 
-    ``base`` and ``adapted`` are per-item scores (or already their means). A zero base mean raises: the
-    relative difference is undefined there (use an absolute difference instead).
+    ``base`` and ``adapted`` are per-item scores of any shape (their means are used), or already their means. A zero
+    base mean raises: the relative difference is undefined there (use an absolute difference instead).
     """
-    b = float(np.mean(np.asarray(base, dtype=float)))
-    a = float(np.mean(np.asarray(adapted, dtype=float)))
+    if np.size(base) == 0 or np.size(adapted) == 0:
+        raise ValueError(f"base and adapted must hold scores; got {np.size(base)} and {np.size(adapted)} values")
+    b = float(np.mean(check_array("base", base, finite=False)))
+    a = float(np.mean(check_array("adapted", adapted, finite=False)))
     if not (np.isfinite(a) and np.isfinite(b)):
         raise ValueError("base and adapted scores must be finite")
     if b == 0:
@@ -47,7 +49,8 @@ class DriftReport:
     """Drift of one adapted model against its base.
 
     ``metrics`` and ``capabilities`` are lists of rows (dicts) with ``drift`` (percent), ``se``, ``lo``,
-    ``hi`` (95% percentile bootstrap interval), ``z`` and, for metrics, ``base`` and ``adapted`` means.
+    ``hi`` (95% percentile bootstrap interval), ``z`` and, for metrics, ``base`` and ``adapted`` means. A plain
+    record built by :func:`drift_report`: it stores what it is given without checking.
     """
 
     metrics: list[dict[str, Any]]

@@ -52,6 +52,8 @@ import numpy as np
 from scipy.optimize import minimize, minimize_scalar
 from scipy.special import huber, logsumexp
 
+from geode.core.validation import check_real
+
 __all__ = [
     "MUENNIGHOFF_C4",
     "CDScalingLaw",
@@ -72,13 +74,20 @@ MUENNIGHOFF_C4: dict[str, float] = dict(
 
 
 def _positive(name: str, x: Any) -> np.ndarray:
-    arr = np.asarray(x, dtype=float)
+    try:
+        arr = np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be array-like of numbers; got {type(x).__name__}") from None
     if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
         raise ValueError(f"{name} must be finite and > 0; got {x!r}" if arr.size < 8 else f"{name} must be > 0")
     return arr
 
 
 def _ratio(D: np.ndarray, U: np.ndarray) -> np.ndarray:
+    try:
+        np.broadcast_shapes(D.shape, U.shape)
+    except ValueError:
+        raise ValueError(f"D and U must broadcast together; got shapes {D.shape} and {U.shape}") from None
     if np.any(U > D * (1 + 1e-12)):
         raise ValueError("U (unique tokens) must be <= D (training tokens); pass U = D for fresh data")
     return np.maximum(D / U - 1.0, 0.0)
@@ -90,7 +99,8 @@ def token_effectiveness(D: Any, U: Any, r_star: Any) -> np.ndarray:
     Parameters
     ----------
     D, U : array_like
-        Training tokens and unique tokens (:math:`U \le D`), broadcastable.
+        Training tokens and unique tokens (:math:`U \le D`), broadcastable (any shapes that broadcast; empty
+        arrays give an empty result).
     r_star : array_like
         Saturation constant :math:`R^* > 0` (``np.inf`` gives :math:`\eta = 1`).
 
@@ -100,7 +110,10 @@ def token_effectiveness(D: Any, U: Any, r_star: Any) -> np.ndarray:
         :math:`\eta \in (0, 1]`, equal to 1 where :math:`R = 0`.
     """
     D, U = _positive("D", D), _positive("U", U)
-    rs = np.asarray(r_star, dtype=float)
+    try:
+        rs = np.asarray(r_star, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"r_star must be a number or array of numbers; got {type(r_star).__name__}") from None
     if np.any(~(rs > 0)):
         raise ValueError("r_star must be > 0")
     R = _ratio(D, U)
@@ -114,8 +127,10 @@ def effective_data(D: Any, U: Any, r_star: Any) -> np.ndarray:
     r""":math:`D_{\mathrm{eff}} = U + U R^*(1 - e^{-R/R^*})`, the fresh-token equivalent of ``D`` tokens.
 
     Equals ``D`` for fresh data (``U = D``) and saturates at :math:`U(1 + R^*)` as :math:`D \to \infty`.
+    ``D``, ``U`` and ``r_star`` broadcast as in :func:`token_effectiveness` (``r_star = np.inf``: every token counts).
     """
     D, U = _positive("D", D), _positive("U", U)
+    _ratio(D, U)
     return U + token_effectiveness(D, U, r_star) * (D - U)
 
 
@@ -125,6 +140,8 @@ def muennighoff_loss(N: Any, D: Any, U: Any, params: dict[str, float] | None = N
     :math:`L = E + A / N'^{\alpha} + B / D'^{\beta}` with :math:`D' = U + U R_D^*(1 - e^{-R_D/R_D^*})`,
     :math:`U_N = \min(N, N_{\mathrm{opt}}(U))`, :math:`R_N = N/U_N - 1` and
     :math:`N' = U_N + U_N R_N^*(1 - e^{-R_N/R_N^*})`; ``params`` defaults to :data:`MUENNIGHOFF_C4`.
+    ``N``, ``D`` and ``U`` are positive and broadcast together (any shapes that broadcast; empty arrays give an empty
+    result).
     """
     p = dict(MUENNIGHOFF_C4 if params is None else params)
     N, D, U = _positive("N", N), _positive("D", D), _positive("U", U)
@@ -152,14 +169,24 @@ def estimate_token_effectiveness(
     D_fresh, L_fresh : array_like, shape (m,)
         Fresh-data runs of one model size (``m >= 2`` distinct ``D``).
     D, U, L : array_like, shape (k,)
-        Runs of the same size on ``U`` unique tokens expanded to ``D > U`` tokens, and their losses.
+        Runs of the same size on ``U`` unique tokens expanded to ``D > U`` tokens, and their losses (``U`` may be
+        one number for every run).
     clip : bool
         Clip the estimate to [0, 1] (noise can push it outside).
     """
     Df, Lf = _positive("D_fresh", D_fresh).ravel(), _positive("L_fresh", L_fresh).ravel()
     if Df.shape != Lf.shape or np.unique(Df).size < 2:
         raise ValueError("D_fresh and L_fresh need the same length and >= 2 distinct D_fresh")
+    if np.ndim(D_fresh) != 1 or np.ndim(L_fresh) != 1:
+        raise ValueError(
+            f"D_fresh and L_fresh must be 1-D arrays; got shapes {np.shape(D_fresh)} and {np.shape(L_fresh)}"
+        )
     D, U, L = _positive("D", D), _positive("U", U), _positive("L", L)
+    if D.ndim != 1 or D.size == 0:
+        raise ValueError(f"D must be a non-empty 1-D array; got shape {D.shape}")
+    for name, x in (("U", U), ("L", L)):
+        if x.shape != D.shape and not (name == "U" and x.ndim == 0):
+            raise ValueError(f"{name} must have the shape of D {D.shape}; got {x.shape}")
     if np.any(D <= U):
         raise ValueError("D must exceed U for every derived run")
     order = np.argsort(Df)
@@ -200,8 +227,7 @@ class _Law:
             raise ValueError(f"strategies must be non-empty names other than 'fresh'; got {strategies!r}")
         if len(set(strategies)) != len(strategies):
             raise ValueError(f"strategies must be distinct; got {strategies!r}")
-        if not delta > 0:
-            raise ValueError(f"delta must be > 0; got {delta!r}")
+        check_real("delta", delta, low=0.0, low_inclusive=False)
         if n_starts < 1 or maxiter < 1:
             raise ValueError(f"n_starts and maxiter must be >= 1; got {n_starts}, {maxiter}")
         self.strategies = strategies
@@ -329,7 +355,9 @@ class _Law:
         return self
 
     def predict(self, N: Any, D: Any, U: Any = None, strategy: Any = None) -> np.ndarray:
-        """Predicted loss :math:`E + A/N^\\alpha + B/D_{\\mathrm{eff}}^\\beta` (``U=None`` means fresh data)."""
+        """Predicted loss :math:`E + A/N^\\alpha + B/D_{\\mathrm{eff}}^\\beta` (``U=None`` means fresh data).
+
+        ``N``, ``D`` and ``U`` broadcast together (any shapes that broadcast)."""
         p = self._fitted()
         N, D, U, s = self._check(N, D, D if U is None else U, strategy)
         return np.exp(self._log_loss(p, N, D, U, s))

@@ -49,7 +49,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from geode.core.validation import check_int, check_positive, check_probability
+from geode.core.validation import check_int, check_positive, check_probability, check_tensor
 
 __all__ = [
     "BridgeProjection",
@@ -66,7 +66,7 @@ __all__ = [
 
 @dataclass
 class GraphBatch:
-    """A padded batch of small directed graphs.
+    """A padded batch of small directed graphs (a plain record, built by :func:`batch_graphs`; the encoders check it).
 
     Attributes
     ----------
@@ -208,11 +208,19 @@ class SimpleGNN(nn.Module):
         self.out = nn.Linear(dim, struct_dim)
 
     def forward(self, x: torch.Tensor, adj: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        """Structural vectors of shape ``(B, N, struct_dim)`` (zero at padding) for ``x`` (B, N, dim)."""
-        if x.ndim != 3 or x.shape[-1] != self.dim:
-            raise ValueError(f"x must have shape (B, N, {self.dim}); got {tuple(x.shape)}")
+        """Structural vectors of shape ``(B, N, struct_dim)`` (zero at padding) for ``x`` (B, N, dim).
+
+        Shapes and types are checked, values are not (this runs at every step): NaN propagates like torch's own
+        layers.
+        """
+        check_tensor("x", x, finite=False, nonempty=False, floating=True)
+        check_tensor("adj", adj, finite=False, nonempty=False)
+        if x.ndim != 3 or x.shape[-1] != self.dim or x.shape[0] == 0:
+            raise ValueError(f"x must have shape (B >= 1, N, {self.dim}); got {tuple(x.shape)}")
         if adj.shape != x.shape[:2] + (x.shape[1],):
-            raise ValueError(f"adj must have shape {tuple(x.shape[:2]) + (x.shape[1],)}; got {tuple(adj.shape)}")
+            raise ValueError(
+                f"adj must have shape {tuple(x.shape[:2]) + (x.shape[1],)} (x's B, N, N); got {tuple(adj.shape)}"
+            )
         adj_in = adj.transpose(1, 2)
         deg_out = adj.sum(-1, keepdim=True) + 1e-6
         deg_in = adj_in.sum(-1, keepdim=True) + 1e-6
@@ -254,7 +262,15 @@ class BridgeProjection(nn.Module):
         self.proj = nn.Sequential(nn.Linear(in_dim, mid), nn.GELU(), nn.Linear(mid, out_dim), nn.LayerNorm(out_dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Project ``(..., in_dim)`` to ``(..., out_dim)``."""
+        """Project ``(..., in_dim)`` to ``(..., out_dim)``.
+
+        The shape is checked, values are not (it runs at every step): NaN propagates like torch's own layers; an
+        empty batch gives an empty output.
+        """
+        n_in = self.proj[0].in_features
+        check_tensor("x", x, finite=False, nonempty=False, floating=True)
+        if x.ndim < 1 or x.shape[-1] != n_in:
+            raise ValueError(f"x must have {n_in} features on its last axis; got shape {tuple(x.shape)}")
         return self.proj(x)
 
 
@@ -295,7 +311,20 @@ class FusionCrossAttention(nn.Module):
     def forward(
         self, paper: torch.Tensor, theorem: torch.Tensor, paper_mask: torch.Tensor, theorem_mask: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Fused ``(paper', theorem')`` of the shapes of ``paper`` (B, N, dim) and ``theorem`` (B, M, dim)."""
+        """Fused ``(paper', theorem')`` of the shapes of ``paper`` (B, N, dim) and ``theorem`` (B, M, dim).
+
+        Shapes and types are checked, values are not (it runs at every step): NaN propagates like torch's own layers.
+        """
+        for name, t in (("paper", paper), ("theorem", theorem)):
+            check_tensor(name, t, finite=False, floating=True)
+            if t.ndim != 3 or t.shape[-1] != self.dim:
+                raise ValueError(f"{name} must have shape (B, *, {self.dim}); got {tuple(t.shape)}")
+        if paper.shape[0] != theorem.shape[0]:
+            raise ValueError(
+                f"paper and theorem must have one batch size; got {paper.shape[0]} and {theorem.shape[0]}"
+            )
+        for name, m, t in (("paper_mask", paper_mask, paper), ("theorem_mask", theorem_mask, theorem)):
+            check_tensor(name, m, shape=tuple(t.shape[:2]), finite=False)
         p_ctx = _mha(self.q_paper(paper), self.k_theorem(theorem), self.v_theorem(theorem), self.heads, theorem_mask)
         t_ctx = _mha(self.q_theorem(theorem), self.k_paper(paper), self.v_paper(paper), self.heads, paper_mask)
         return self.norm_paper(paper + self.o_paper(p_ctx)), self.norm_theorem(theorem + self.o_theorem(t_ctx))
@@ -401,8 +430,13 @@ def info_nce(
         Temperature (0.05 in COMPOSE).
     negatives : Tensor of shape (K, D), optional
         Extra negatives (COMPOSE's memory bank of past targets).
+
+    A training loss run at every step: types and shapes are checked, values are not (a NaN propagates like torch's
+    own losses).
     """
     tau = check_positive("tau", tau)
+    check_tensor("query", query, finite=False, floating=True)
+    check_tensor("key", key, finite=False, floating=True)
     if query.ndim != 2 or query.shape != key.shape:
         raise ValueError(f"query and key must be paired (B, D) arrays; got {tuple(query.shape)}, {tuple(key.shape)}")
     q, k = F.normalize(query, dim=-1), F.normalize(key, dim=-1)

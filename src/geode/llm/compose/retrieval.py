@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from geode.core.validation import check_int
+from geode.core.validation import check_array, check_int, check_real
 
 __all__ = ["ClaimRetriever", "mean_reciprocal_rank", "rank_counts", "recall_at_k"]
 
@@ -31,14 +31,15 @@ def rank_counts(scores: Any, truth: Any, *, tol: float = 1e-9) -> tuple[np.ndarr
     tol : float
         Scores within ``tol`` of the truth's count as ties.
     """
-    s = np.asarray(scores, dtype=float)
-    if s.ndim != 2 or s.shape[1] == 0:
+    tol = check_real("tol", tol, low=0.0)
+    s = check_array("scores", scores, finite=False)
+    if s.ndim != 2 or s.shape[0] == 0 or s.shape[1] == 0:
         raise ValueError(f"scores must be a (n_queries, pool_size) array; got shape {s.shape}")
     if not np.all(np.isfinite(s)):
         raise ValueError("scores must be finite")
     y = np.asarray(truth)
     if y.shape != (s.shape[0],) or not np.issubdtype(y.dtype, np.integer):
-        raise ValueError(f"truth must be {s.shape[0]} integer pool indices; got {y!r}")
+        raise ValueError(f"truth must hold one integer pool index per query of scores ({s.shape[0]}); got {y!r}")
     if y.size and (y.min() < 0 or y.max() >= s.shape[1]):
         raise ValueError(f"truth must index the pool 0..{s.shape[1] - 1}")
     ts = s[np.arange(s.shape[0]), y][:, None]
@@ -95,6 +96,8 @@ class ClaimRetriever:
         """Cosine similarities ``(len(queries), len(pool))``; an empty or out-of-vocabulary query scores 0."""
         if not pool:
             raise ValueError("pool must be a non-empty list of claims")
+        if len(queries) == 0:
+            raise ValueError("queries must be a non-empty list of texts")
         q = self.vec.transform(list(queries))
         p = self.vec.transform(list(pool))
         return np.asarray((q @ p.T).todense(), dtype=float)

@@ -45,7 +45,7 @@ FILLERS = ("lemma", "bound", "space", "operator", "estimate", "group", "measure"
 
 @dataclass
 class Anchor:
-    """One anchor paper with its two graphs and its future claim.
+    """One anchor paper with its two graphs and its future claim (a plain record: it stores what it is given).
 
     Attributes
     ----------
@@ -76,7 +76,10 @@ class Anchor:
 
 @dataclass
 class MathUniverse:
-    """A generated universe: topics, papers with citations, a theorem DAG and anchors (see the module doc)."""
+    """A generated universe: topics, papers with citations, a theorem DAG and anchors (see the module doc).
+
+    A plain record built by :func:`generate_universe`: it stores what it is given without checking.
+    """
 
     concepts: list[str]
     symbols: list[str]
@@ -273,6 +276,8 @@ def claim_pool(
     theorem (what a citation-graph-only model cannot exclude). Duplicates are merged.
     """
     hard = check_int("hard", hard, low=0)
+    if len(anchors) == 0:
+        raise ValueError("anchors must hold at least one anchor")
     rng = as_generator(seed)
     n_c, n_t = len(uni.concepts), uni.theorem_symbols.shape[0]
     pool: dict[str, int] = {}
@@ -304,6 +309,8 @@ def tfidf_svd(fit_texts: list[str], texts: list[str], dim: int, *, seed: int = 0
     dim = check_int("dim", dim, low=1)
     if not fit_texts:
         raise ValueError("fit_texts must be a non-empty list of strings")
+    if len(texts) == 0:
+        raise ValueError("texts must be a non-empty list of strings")
     vec = TfidfVectorizer(token_pattern=r"\S+", lowercase=False)
     x_fit = vec.fit_transform(fit_texts)
     k = max(1, min(dim, x_fit.shape[1]))

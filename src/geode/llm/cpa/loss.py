@@ -44,15 +44,21 @@ def _check_loss_type(loss_type: str) -> str:
     return loss_type
 
 
-def _check_pair(student: Any, teacher: Any) -> None:
-    for name, t in (("student_logp", student), ("teacher_logp", teacher)):
+def _check_pair(student: Any, teacher: Any, names: tuple[str, str] = ("student_logp", "teacher_logp")) -> None:
+    """Types and shapes only: these run at every training step, so values are not scanned (NaN propagates)."""
+    for name, t in zip(names, (student, teacher)):
         if not isinstance(t, torch.Tensor) or not t.is_floating_point():
             raise TypeError(f"{name} must be a floating-point torch.Tensor; got {type(t).__name__}")
     if student.shape != teacher.shape:
         raise ValueError(
-            f"student_logp and teacher_logp must have the same shape; got {tuple(student.shape)} and "
+            f"{names[0]} and {names[1]} must have the same shape; got {tuple(student.shape)} and "
             f"{tuple(teacher.shape)}"
         )
+
+
+def _check_mask(mask: Any, shape: tuple[int, ...]) -> None:
+    if not isinstance(mask, torch.Tensor) or tuple(mask.shape) != shape:
+        raise ValueError(f"mask must be a tensor of shape {shape}; got {getattr(mask, 'shape', type(mask).__name__)}")
 
 
 def cpa_token_objective(
@@ -62,6 +68,9 @@ def cpa_token_objective(
 
     ``low_var_kl``: :math:`\\min(e^\\Delta - \\Delta - 1, 10)`, :math:`\\Delta = \\operatorname{clip}(t - s,
     \\pm 20)`; ``mse``: :math:`(s - t)^2`; ``abs_logprob``: :math:`|s - t|`. Same shape as the inputs.
+
+    Run at every training step: types and shapes are checked, values are not. A NaN propagates like torch's own
+    ops; an infinite log-prob gap is clipped to :math:`\\pm 20` by ``low_var_kl`` (a finite, capped objective).
     """
     _check_pair(student_logp, teacher_logp)
     _check_loss_type(loss_type)
@@ -94,10 +103,11 @@ def cpa_loss(
     num_tokens : float, optional
         The normaliser :math:`N`; default ``mask.sum()`` (clamped at 1, so an empty mask gives 0).
     loss_type : {"low_var_kl", "mse", "abs_logprob"}
+
+    Values are not scanned (it runs at every step): see :func:`cpa_token_objective` for NaN and inf.
     """
     _check_pair(student_logp, teacher_logp)
-    if not isinstance(mask, torch.Tensor) or mask.shape != student_logp.shape:
-        raise ValueError(f"mask must be a tensor of shape {tuple(student_logp.shape)}")
+    _check_mask(mask, tuple(student_logp.shape))
     m = mask.to(student_logp.dtype)
     obj = cpa_token_objective(student_logp, teacher_logp.detach(), loss_type=loss_type)
     denom = float(m.sum().clamp_min(1.0)) if num_tokens is None else check_positive("num_tokens", num_tokens)
@@ -105,8 +115,12 @@ def cpa_loss(
 
 
 def cpa_logprob_gap(student_logp: torch.Tensor, teacher_logp: torch.Tensor, mask: torch.Tensor) -> float:
-    """Mean absolute log-prob gap ``|logp_fq - logp_bf16|`` over the masked tokens (0 if the mask is empty)."""
+    """Mean absolute log-prob gap ``|logp_fq - logp_bf16|`` over the masked tokens (0 if the mask is empty).
+
+    A per-step diagnostic: shapes are checked, values are not (a NaN or inf gives a NaN or inf gap).
+    """
     _check_pair(student_logp, teacher_logp)
+    _check_mask(mask, tuple(student_logp.shape))
     m = mask.to(torch.float64)
     if float(m.sum()) == 0:
         return 0.0
@@ -114,7 +128,11 @@ def cpa_logprob_gap(student_logp: torch.Tensor, teacher_logp: torch.Tensor, mask
 
 
 def truncated_is_weights(train_logp: torch.Tensor, rollout_logp: torch.Tensor, cap: float = 2.0) -> torch.Tensor:
-    """TIS weights :math:`\\min(e^{\\log\\pi_\\text{train} - \\log\\pi_\\text{rollout}}, C)`, detached, per token."""
-    _check_pair(train_logp, rollout_logp)
+    """TIS weights :math:`\\min(e^{\\log\\pi_\\text{train} - \\log\\pi_\\text{rollout}}, C)`, detached, per token.
+
+    Run at every step: types and shapes are checked, values are not (a NaN propagates; an infinite gap gives the
+    cap ``C`` or 0, the limits of the formula).
+    """
+    _check_pair(train_logp, rollout_logp, ("train_logp", "rollout_logp"))
     cap = check_positive("cap", cap)
     return (train_logp.detach() - rollout_logp.detach()).clamp(max=60.0).exp().clamp(max=cap)

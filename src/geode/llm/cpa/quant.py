@@ -27,12 +27,19 @@ import torch.nn.functional as F
 from torch import nn
 
 from geode.core.quant import FP4_FORMATS, fp4_quantize
+from geode.core.validation import check_tensor
 
 __all__ = ["FP4Linear", "fake_quant_disabled", "fp4_layers", "quantize_model", "ste_fp4"]
 
 
 def ste_fp4(x: torch.Tensor, fmt: str = "nvfp4", block_size: int | None = None) -> torch.Tensor:
-    """FP4 fake quantisation with a straight-through gradient: value ``fp4(x)``, gradient of the identity."""
+    """FP4 fake quantisation with a straight-through gradient: value ``fp4(x)``, gradient of the identity.
+
+    An empty ``x`` gives an empty output; values are not scanned (this runs at every forward).
+    """
+    check_tensor("x", x, finite=False, nonempty=False, floating=True)
+    if x.numel() == 0:
+        return x + 0.0
     return x + (fp4_quantize(x, fmt, block_size) - x).detach()
 
 
@@ -111,6 +118,9 @@ class FP4Linear(nn.Linear):
         self.weight_prequantized = True
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_tensor("x", x, finite=False, nonempty=False, floating=True)
+        if x.ndim < 1 or x.shape[-1] != self.in_features:
+            raise ValueError(f"x must have {self.in_features} features on its last axis; got shape {tuple(x.shape)}")
         if not self.enabled:
             return F.linear(x, self.weight, self.bias)
         w = self.weight if self.weight_prequantized else ste_fp4(self.weight, self.fmt, self.block_size)

@@ -43,7 +43,10 @@ __all__ = ["LowPrecisionGRPO", "LowPrecisionStats"]
 
 @dataclass
 class LowPrecisionStats:
-    """What one :meth:`LowPrecisionGRPO.step` measured (``finite`` False: the step was not taken)."""
+    """What one :meth:`LowPrecisionGRPO.step` measured (``finite`` False: the step was not taken).
+
+    A plain record: it stores what it is given without checking (a NaN loss is what a diverged step reports).
+    """
 
     loss: float
     reward_mean: float

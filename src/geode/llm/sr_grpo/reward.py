@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from geode.core.linalg import stable_rank
-from geode.core.validation import check_int
+from geode.core.validation import check_array, check_int, check_tensor
 
 __all__ = ["StableRankReward", "best_of_n", "response_hidden_states", "response_stable_rank"]
 
@@ -50,6 +50,7 @@ def response_stable_rank(hidden_states: Any, mask: Any = None) -> Any:
         raise TypeError(f"hidden_states must be a torch.Tensor; got {type(hidden_states).__name__}")
     if hidden_states.ndim not in (2, 3):
         raise ValueError(f"hidden_states must have shape (T, d) or (n, T, d); got {tuple(hidden_states.shape)}")
+    check_tensor("hidden_states", hidden_states, floating=True)  # finite before the SVD
     single = hidden_states.ndim == 2
     h = hidden_states.detach().to(torch.float64)
     if single:
@@ -190,7 +191,8 @@ def best_of_n(scores: Any, n: int) -> Any:
     Parameters
     ----------
     scores : array_like, shape (m * n,)
-        Candidates grouped by prompt: candidates ``i * n .. i * n + n - 1`` answer prompt ``i``.
+        Candidates grouped by prompt: candidates ``i * n .. i * n + n - 1`` answer prompt ``i`` (any shape holding
+        ``m * n`` values is flattened).
     n : int
         Candidates per prompt (>= 1).
 
@@ -202,7 +204,7 @@ def best_of_n(scores: Any, n: int) -> Any:
     import numpy as np
 
     n = check_int("n", n, low=1)
-    s = np.asarray(scores.detach().cpu() if hasattr(scores, "detach") else scores, dtype=float).ravel()
+    s = check_array("scores", scores.detach().cpu() if hasattr(scores, "detach") else scores, finite=False).ravel()
     if s.size == 0 or s.size % n:
         raise ValueError(f"scores must hold a non-zero multiple of n={n} values; got {s.size}")
     if not np.all(np.isfinite(s)):
