@@ -88,11 +88,20 @@ def apply_rotary(x: torch.Tensor, angles: torch.Tensor) -> torch.Tensor:
     Returns
     -------
     torch.Tensor
-        Same shape and dtype as ``x``.
+        Same shape and dtype as ``x``. NaN and inf propagate as in torch's own layers (no per-step scan), and an
+        empty ``x`` gives an empty output.
     """
+    _check_float_tensor("x", x, tuple(range(1, 9)))
+    _check_float_tensor("angles", angles, tuple(range(1, 9)))
     p = angles.shape[-1]
     if x.shape[-1] != 2 * p:
         raise ValueError(f"x must have 2 * angles.shape[-1] = {2 * p} channels; got x shape {tuple(x.shape)}")
+    try:
+        torch.broadcast_shapes(angles.shape, (*x.shape[:-1], p))
+    except RuntimeError:
+        raise ValueError(
+            f"angles must broadcast to x's leading shape (..., p) = {(*x.shape[:-1], p)}; got {tuple(angles.shape)}"
+        ) from None
     cos, sin = torch.cos(angles).to(x.dtype), torch.sin(angles).to(x.dtype)
     x1, x2 = x[..., :p], x[..., p:]
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
@@ -124,7 +133,8 @@ def rope_1d(x: torch.Tensor, positions: torch.Tensor | None = None, base: float 
     Returns
     -------
     torch.Tensor
-        Same shape and dtype as ``x``.
+        Same shape and dtype as ``x``. NaN and inf in ``x`` propagate as in torch's own layers (no per-step
+        scan), and an empty batch gives an empty output.
 
     Examples
     --------
@@ -168,6 +178,9 @@ class LearnedPositionalEmbedding(nn.Module):
         Channels :math:`C`.
     init_std : float
         :math:`\\sigma` of the initialisation (default 0.02).
+
+    ``forward(x)`` adds the table's first ``N`` rows to ``x`` ``(B, N, C)``; NaN and inf in ``x`` propagate as in
+    torch's own layers (no per-step scan), and an empty batch gives an empty output.
 
     Examples
     --------

@@ -58,8 +58,16 @@ def check_ensemble(ensemble: Any) -> int | None:
 
 
 def ensemble_input(x: Tensor, ensemble: int | None, in_dim: int) -> Tensor:
-    """Check ``x`` for a network with ``in_dim`` inputs; with an ensemble, return it as (E, n, in_dim)."""
-    if x.shape[-1] != in_dim:
+    """Check ``x`` for a network with ``in_dim`` inputs; with an ensemble, return it as (E, n, in_dim).
+
+    Only the type and shape are checked (no scan of the values: this runs in every training step), so NaN and
+    inf propagate through the networks as through torch's own layers, and an empty batch gives an empty output.
+    """
+    if not isinstance(x, Tensor):
+        raise TypeError(f"x must be a torch.Tensor of shape (..., {in_dim}); got {type(x).__name__}")
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"x must be a floating-point tensor; got dtype {x.dtype}")
+    if x.ndim == 0 or x.shape[-1] != in_dim:
         raise ValueError(f"x must have {in_dim} features in its last dimension; got shape {tuple(x.shape)}")
     if ensemble is None:
         return x
@@ -128,6 +136,11 @@ class EnsembleLinear(nn.Module):
         self.bias = nn.Parameter((2 * torch.rand(*ens, 1, out_dim, generator=generator, dtype=dt) - 1) * b_bound)
 
     def forward(self, x: Tensor) -> Tensor:
+        """``x @ W + b`` for ``x`` (..., in_dim) or (E, n, in_dim); NaN and inf propagate as in ``nn.Linear``."""
+        if not isinstance(x, Tensor):
+            raise TypeError(f"x must be a torch.Tensor of shape (..., {self.in_dim}); got {type(x).__name__}")
+        if x.ndim == 0 or x.shape[-1] != self.in_dim:
+            raise ValueError(f"x must have {self.in_dim} features in its last dimension; got shape {tuple(x.shape)}")
         return x @ self.weight + self.bias
 
     def extra_repr(self) -> str:

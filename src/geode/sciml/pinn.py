@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from geode.core.validation import check_choice, check_int, check_positive, check_real
+from geode.core.validation import check_choice, check_int, check_positive, check_real, check_tensor
 
 __all__ = [
     "AllenCahn1D",
@@ -49,10 +49,30 @@ __all__ = [
 # ----------------------------------------------------------------------------------------------- losses
 
 
+def check_loss_args(y_true: Tensor, y_pred: Tensor) -> None:
+    """Type and shape checks of a loss's ``(y_true, y_pred)``: tensors, ``y_true`` broadcasting onto ``y_pred``.
+
+    No scan of the values (a loss runs in every training step): NaN and inf give a NaN/inf loss, as torch's own.
+    """
+    for name, t in (("y_true", y_true), ("y_pred", y_pred)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor; got {type(t).__name__}")
+    try:
+        shape = torch.broadcast_shapes(y_true.shape, y_pred.shape)
+    except RuntimeError:
+        shape = None
+    if shape != y_pred.shape or y_pred.numel() == 0:
+        raise ValueError(
+            f"y_true must broadcast onto y_pred's shape {tuple(y_pred.shape)} (non-empty); got y_true "
+            f"{tuple(y_true.shape)} and y_pred {tuple(y_pred.shape)}"
+        )
+
+
 class MSELoss(nn.Module):
     """Mean squared error :math:`\\operatorname{mean}((y_{pred} - y_{true})^2)`, signature ``(y_true, y_pred)``."""
 
     def forward(self, y_true: Tensor, y_pred: Tensor) -> Tensor:
+        check_loss_args(y_true, y_pred)
         return ((y_pred - y_true) ** 2).mean()
 
 
@@ -60,6 +80,7 @@ class L1Loss(nn.Module):
     """Mean absolute error :math:`\\operatorname{mean}|y_{pred} - y_{true}|`, signature ``(y_true, y_pred)``."""
 
     def forward(self, y_true: Tensor, y_pred: Tensor) -> Tensor:
+        check_loss_args(y_true, y_pred)
         return (y_pred - y_true).abs().mean()
 
 
@@ -77,6 +98,7 @@ class HuberLoss(nn.Module):
         self.delta = check_positive("delta", delta)
 
     def forward(self, y_true: Tensor, y_pred: Tensor) -> Tensor:
+        check_loss_args(y_true, y_pred)
         a = (y_pred - y_true).abs()
         return torch.where(a <= self.delta, 0.5 * a * a, self.delta * (a - 0.5 * self.delta)).mean()
 
@@ -110,9 +132,68 @@ def derivatives(u: Tensor, x: Tensor, *, order: int = 2) -> tuple[Tensor, Tensor
     return grad, lap
 
 
-def relative_l2_error(pred: Tensor, exact: Tensor) -> Tensor:
-    """:math:`\\lVert u - u^*\\rVert_2 / \\lVert u^*\\rVert_2` over the last two axes (points, outputs)."""
+def _relative_l2(pred: Tensor, exact: Tensor) -> Tensor:
     return ((pred - exact) ** 2).sum((-2, -1)).sqrt() / (exact**2).sum((-2, -1)).sqrt()
+
+
+def relative_l2_error(pred: Tensor, exact: Tensor) -> Tensor:
+    """:math:`\\lVert u - u^*\\rVert_2 / \\lVert u^*\\rVert_2` over the last two axes (points, outputs).
+
+    Parameters
+    ----------
+    pred : torch.Tensor
+        The prediction :math:`u`: ``(points,)`` for one scalar function on one grid, or ``(..., points, outputs)``;
+        leading axes (e.g. ensemble members ``(E, points, outputs)``) broadcast against ``exact``'s.
+    exact : torch.Tensor
+        The reference :math:`u^*`, same rank convention: ``(points,)`` with a 1-D ``pred`` of the same length, else
+        ``(..., points, outputs)`` with the same last two axes as ``pred``.
+
+    Returns
+    -------
+    torch.Tensor
+        One error per leading index: a 0-d tensor for a 1-D pair (treated as ``(points, 1)``) or a
+        ``(points, outputs)`` pair, else the broadcast leading shape.
+
+    Raises
+    ------
+    TypeError
+        If either is not a floating-point tensor.
+    ValueError
+        If either is empty or holds NaN/inf, if the shapes do not match (one 1-D and one not, different
+        ``(points, outputs)``, leading axes that do not broadcast), or if ``exact`` is identically zero (the
+        relative error is undefined).
+
+    Examples
+    --------
+    >>> relative_l2_error(torch.tensor([1.0, 1.0]), torch.tensor([2.0, 2.0]))
+    tensor(0.5000)
+    """
+    check_tensor("pred", pred, floating=True)
+    check_tensor("exact", exact, floating=True)
+    if (pred.ndim == 1) != (exact.ndim == 1):
+        raise ValueError(
+            "pred and exact must both be 1-D (one function on one grid) or both (..., points, outputs); "
+            f"got pred {tuple(pred.shape)} and exact {tuple(exact.shape)}"
+        )
+    if pred.ndim == 1:
+        if pred.shape != exact.shape:
+            raise ValueError(f"pred must have exact's shape {tuple(exact.shape)}; got {tuple(pred.shape)}")
+        pred, exact = pred[:, None], exact[:, None]
+    if pred.shape[-2:] != exact.shape[-2:]:
+        raise ValueError(
+            f"pred must have exact's (points, outputs) = {tuple(exact.shape[-2:])} as its last two axes; "
+            f"got pred {tuple(pred.shape)}"
+        )
+    try:
+        torch.broadcast_shapes(pred.shape, exact.shape)
+    except RuntimeError:
+        raise ValueError(
+            f"pred's leading axes must broadcast against exact's; got pred {tuple(pred.shape)} and exact "
+            f"{tuple(exact.shape)}"
+        ) from None
+    if not bool((exact != 0).flatten(-2).any(-1).all()):
+        raise ValueError("exact must not be identically zero (the relative error is undefined)")
+    return _relative_l2(pred, exact)
 
 
 # ----------------------------------------------------------------------------------------------- problems
@@ -502,7 +583,7 @@ def train_pinn(
         err = torch.full((n_members,) if ensemble is not None else (), float("nan"), dtype=dt)
     else:
         with torch.no_grad():
-            err = relative_l2_error(model(x_test), target)
+            err = _relative_l2(model(x_test), target)
     if ensemble is None:
         history, final = history[:, 0], final[0]
     return PINNResult(

@@ -35,6 +35,8 @@ def _check_features(x: Any, dim: int) -> torch.Tensor:
         raise TypeError(f"x must be a floating-point tensor; got dtype {x.dtype}")
     if x.ndim != 3 or x.shape[-1] != dim:
         raise ValueError(f"x must have shape (B, N, {dim}); got {tuple(x.shape)}")
+    if x.numel() == 0:
+        raise ValueError(f"x must hold at least one token; got shape {tuple(x.shape)}")
     return x
 
 
@@ -71,7 +73,8 @@ def axial_rope_3d(x: torch.Tensor, coords: torch.Tensor, base: float = 100.0) ->
     Returns
     -------
     torch.Tensor
-        Same shape and dtype as ``x``.
+        Same shape and dtype as ``x``. NaN and inf in ``x`` propagate as in torch's own layers (no per-step
+        scan), and an empty batch gives an empty output.
 
     Examples
     --------
@@ -158,6 +161,8 @@ class Pack3DAttention(_Projected):
         signal differs), ``"rope1d"`` (1-D RoPE on the packed index, base :math:`10^4`) or ``"none"`` (for use
         after a learned absolute position embedding of the packed index).
 
+    NaN and inf in ``x`` propagate as in torch's own layers (no per-step scan of the input).
+
     Examples
     --------
     >>> attn = Pack3DAttention(dim=24, heads=2, local_radius=1, block_size=2)
@@ -230,6 +235,7 @@ class DenseAxialRoPEAttention(_Projected):
     :math:`o_n = \\sum_m \\operatorname{softmax}_m(\\tau \\tilde q_n^\\top \\tilde k_m) v_m` over all :math:`N`
     tokens: :math:`O(N^2)` time. It is the limit of Pack3D when the radius spans the grid, and the speed
     baseline. Parameter names match :class:`Pack3DAttention`, so ``load_state_dict`` moves weights across.
+    NaN and inf in ``x`` propagate as in torch's own layers (no per-step scan of the input).
     """
 
     def __init__(self, dim: int, heads: int, rope_base: float = 100.0, *, bias: bool = True) -> None:
@@ -257,7 +263,7 @@ class PackedSequenceAttention(_Projected):
     use after a :class:`~geode.layers.positional.LearnedPositionalEmbedding`). With :math:`w = ((2r+1)^3 - 1)/2`
     and :math:`L = b^3` it has the key slots and block count of :class:`Pack3DAttention` and the same parameters.
     ``coords`` are accepted and ignored: the layer sees only the packed order, which is what breaks under
-    repacking.
+    repacking. NaN and inf in ``x`` propagate as in torch's own layers (no per-step scan of the input).
     """
 
     def __init__(

@@ -365,7 +365,8 @@ def pack3d_attention(
     Returns
     -------
     torch.Tensor
-        Shape ``(B, N, H, d_v)``.
+        Shape ``(B, N, H, d_v)``. NaN and inf in ``q``, ``k``, ``v`` propagate as in torch's own attention (no
+        per-call scan: this runs inside every training step).
     """
     check_qkv(q, k, v, batched=True)
     bsz, n, heads, d = q.shape
@@ -555,7 +556,8 @@ def packed_sequence_attention(
     Returns
     -------
     torch.Tensor
-        Shape ``(B, N, H, d_v)``.
+        Shape ``(B, N, H, d_v)``. NaN and inf in ``q``, ``k``, ``v`` propagate as in torch's own attention (no
+        per-call scan: this runs inside every training step).
     """
     check_qkv(q, k, v, batched=True)
     bsz, n, heads, d = q.shape

@@ -86,7 +86,17 @@ class TokenSegmenter(nn.Module):
         self.head = nn.Linear(dim, num_classes)
 
     def forward(self, x: torch.Tensor, coords: torch.Tensor) -> torch.Tensor:
-        """Logits ``(B, N, num_classes)`` for tokens ``x`` ``(B, N, in_channels)`` at ``coords`` ``(B, N, 3)``."""
+        """Logits ``(B, N, num_classes)`` for tokens ``x`` ``(B, N, in_channels)`` at ``coords`` ``(B, N, 3)``.
+
+        NaN and inf in ``x`` propagate as in torch's own layers (no per-step scan of the input).
+        """
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"x must be a torch.Tensor of shape (B, N, in_channels); got {type(x).__name__}")
+        c_in = self.embed.in_features
+        if x.ndim != 3 or x.shape[-1] != c_in:
+            raise ValueError(f"x must have shape (B, N, {c_in}); got {tuple(x.shape)}")
+        if x.numel() == 0:
+            raise ValueError(f"x must hold at least one token; got shape {tuple(x.shape)}")
         h = self.embed(x)
         if self.pos is not None:
             h = self.pos(h)

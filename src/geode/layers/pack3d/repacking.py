@@ -230,7 +230,7 @@ def boundary_labels(occupancy: Any) -> np.ndarray:
     Outside the grid counts as empty. With :math:`o` the occupancy and :math:`o^{\\pm a}` its shift by one voxel
     along axis :math:`a`: z-surface :math:`= o \\wedge \\neg(o^{+z} \\wedge o^{-z})`; xy-surface :math:`= o \\wedge
     \\neg\\text{z-surface} \\wedge \\neg(o^{+y} \\wedge o^{-y} \\wedge o^{+x} \\wedge o^{-x})`; interior: the other
-    occupied voxels.
+    occupied voxels. A non-zero value counts as occupied; NaN, inf and an empty grid are refused.
 
     Returns
     -------
@@ -238,6 +238,12 @@ def boundary_labels(occupancy: Any) -> np.ndarray:
         ``int64`` labels, same shape as ``occupancy``.
     """
     o = np.asarray(occupancy)
+    if not (o.dtype == bool or np.issubdtype(o.dtype, np.number)):
+        raise TypeError(f"occupancy must be a boolean or numeric array; got dtype {o.dtype}")
+    if o.size == 0:
+        raise ValueError(f"occupancy must not be empty; got shape {o.shape}")
+    if np.issubdtype(o.dtype, np.inexact) and not np.all(np.isfinite(o)):
+        raise ValueError("occupancy must contain only finite values (found NaN or inf)")
     if o.ndim < 3:
         raise ValueError(f"occupancy must have at least 3 dimensions (..., S_z, S_y, S_x); got shape {o.shape}")
     o = o.astype(bool)

@@ -128,6 +128,17 @@ class PackedConvPlan:
     loc: torch.Tensor
     row_offset: torch.Tensor
 
+    def __post_init__(self) -> None:
+        nb = len(self.sizes)
+        for name in ("rows", "taps", "first_row"):
+            if len(getattr(self, name)) != nb:
+                raise ValueError(
+                    f"{name} must have one entry per bucket like sizes ({nb}); got {len(getattr(self, name))} "
+                    "(build the plan with plan_packed_conv)"
+                )
+        if self.total > 0 and nb == 0:
+            raise ValueError(f"sizes must hold at least one bucket for total={self.total} tokens; got none")
+
     @property
     def buffer_len(self) -> int:
         """FFT length per channel, :math:`\\sum_b \\text{rows}_b F_b` (at most 1.5x the per-document optimum)."""
@@ -213,7 +224,10 @@ def _check_inputs(x: Any, kernel: Any) -> tuple[int, int, int]:
     n, d = x.shape[-2], x.shape[-1]
     if kernel.ndim != 2 or kernel.shape[0] != d:
         hint = " (did you pass it as (length, channels)?)" if kernel.ndim == 2 and kernel.shape[1] == d else ""
-        raise ValueError(f"kernel must have shape (channels, length) = ({d}, L); got {tuple(kernel.shape)}{hint}")
+        raise ValueError(
+            f"kernel must have shape (channels, length) = ({d}, L), x having {d} channels; "
+            f"got {tuple(kernel.shape)}{hint}"
+        )
     length = kernel.shape[1]
     if length < 1:
         raise ValueError("kernel must have at least one tap (length >= 1)")
@@ -394,6 +408,9 @@ def packed_long_conv(
         Bad shapes, ``L > N``, offsets that do not start at 0, decrease or do not end at ``N``, a plan built for
         another packing or kernel length.
 
+    NaN and inf in ``x`` and ``kernel`` propagate to the output as in torch's own convolutions (no per-call scan:
+    this runs inside every training step).
+
     Examples
     --------
     >>> x = torch.ones(5, 1)
@@ -440,6 +457,9 @@ def per_document_conv(x: torch.Tensor, kernel: torch.Tensor, cu_seqlens: Sequenc
     by an rFFT of size :func:`fft_size` :math:`(n + \\min(n, L) - 1)`. Obviously correct, and the cost
     optimum of FFT work, but one launch sequence per document. Same parameters and result as
     :func:`packed_long_conv`.
+
+    NaN and inf in ``x`` and ``kernel`` propagate to the output as in torch's own convolutions (no per-call scan:
+    this runs inside every training step).
     """
     n, _, length = _check_inputs(x, kernel)
     cu = check_cu_seqlens(cu_seqlens, n).tolist()
@@ -467,6 +487,9 @@ def padded_batch_conv(x: torch.Tensor, kernel: torch.Tensor, cu_seqlens: Sequenc
     as :func:`packed_long_conv`, so the two differ only in the bucketing). Exact, but the work is
     :math:`O(M\\, n_{\\max} \\log n_{\\max})` however short most documents are. Same parameters and result as
     :func:`packed_long_conv`; unpacking and repacking are vectorised index copies.
+
+    NaN and inf in ``x`` and ``kernel`` propagate to the output as in torch's own convolutions (no per-call scan:
+    this runs inside every training step).
     """
     n, _, length = _check_inputs(x, kernel)
     cu = check_cu_seqlens(cu_seqlens, n)
@@ -494,6 +517,9 @@ def single_fft_conv(x: torch.Tensor, kernel: torch.Tensor, cu_seqlens: Sequence[
     sees the end of the documents before it. Correct only for a single document; kept as the naive
     baseline whose leakage the tests and the claim measure. ``cu_seqlens`` is validated and otherwise
     ignored.
+
+    NaN and inf in ``x`` and ``kernel`` propagate to the output as in torch's own convolutions (no per-call scan:
+    this runs inside every training step).
     """
     n, _, length = _check_inputs(x, kernel)
     check_cu_seqlens(cu_seqlens, n)

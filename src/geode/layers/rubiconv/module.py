@@ -71,6 +71,8 @@ class RubiConv(nn.Module):
     skip : bool
         Add the learnable per-channel skip :math:`\\beta \\odot x` (default ``True``).
 
+    NaN and inf in ``x`` propagate as in torch's own layers (no per-step scan of the input).
+
     Examples
     --------
     >>> layer = RubiConv(channels=8, max_len=64)

@@ -83,14 +83,31 @@ def sample_document_lengths(total: int, mix: str = "mixed", seed: int | np.rando
 def cu_seqlens_from_lengths(lengths: np.ndarray | list[int] | torch.Tensor) -> torch.Tensor:
     """Cumulative offsets :math:`(0, n_1, n_1 + n_2, \\dots)` as an ``int64`` tensor (FlashAttention varlen).
 
+    ``lengths`` must hold whole, non-negative numbers (a float such as ``3.0`` is accepted; ``1.5``, NaN and
+    inf are refused, never truncated). An empty ``lengths`` (no documents) gives ``[0]``.
+
     Examples
     --------
     >>> cu_seqlens_from_lengths([3, 1, 2]).tolist()
     [0, 3, 4, 6]
     """
-    n = torch.as_tensor(np.asarray(lengths), dtype=torch.int64)
-    if n.ndim != 1:
-        raise ValueError(f"lengths must be 1-D; got shape {tuple(n.shape)}")
+    if isinstance(lengths, torch.Tensor):
+        lengths = lengths.detach().cpu().numpy()
+    try:
+        arr = np.asarray(lengths)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"lengths must be a 1-D sequence of whole numbers; got {type(lengths).__name__}") from exc
+    if arr.ndim != 1:
+        raise ValueError(f"lengths must be 1-D; got shape {arr.shape}")
+    if arr.size and not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
+        raise TypeError(f"lengths must hold whole numbers; got dtype {arr.dtype}")
+    if np.issubdtype(arr.dtype, np.floating):
+        bad = np.flatnonzero(~np.isfinite(arr) | (arr != np.round(arr)))
+        if bad.size:
+            i = int(bad[0])
+            raise ValueError(f"lengths must be whole numbers; got {float(arr[i]):g} at index {i}")
+    n = torch.as_tensor(arr.astype(np.int64))
     if bool((n < 0).any()):
-        raise ValueError("lengths must be non-negative")
+        i = int(torch.nonzero(n < 0)[0, 0])
+        raise ValueError(f"lengths must be non-negative; got {int(n[i])} at index {i}")
     return torch.cat([torch.zeros(1, dtype=torch.int64), torch.cumsum(n, 0)])

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from geode.core.validation import check_choice, check_int, check_real
+from geode.core.validation import check_choice, check_int, check_real, check_tensor
 
 __all__ = [
     "BranchMLP",
@@ -36,13 +36,26 @@ __all__ = [
 ]
 
 
+def _check_x(x: Any, n_in: int) -> torch.Tensor:
+    """``x`` must be a floating ``(B, n_in)`` tensor (no scan of its values: forwards run every step)."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"x must be a torch.Tensor of shape (B, {n_in}); got {type(x).__name__}")
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"x must be a floating-point tensor; got dtype {x.dtype}")
+    if x.ndim != 2 or x.shape[1] != n_in:
+        raise ValueError(f"x must have shape (B, n_in) = (B, {n_in}); got {tuple(x.shape)}")
+    return x
+
+
 def _check_categories(category: Any, n_categories: int, batch: int) -> torch.Tensor:
     if not isinstance(category, torch.Tensor):
         category = torch.as_tensor(category)
     if category.dtype.is_floating_point or category.dtype == torch.bool:
         raise TypeError(f"category must hold integer tags; got dtype {category.dtype}")
     if category.ndim != 1 or category.shape[0] != batch:
-        raise ValueError(f"category must have shape ({batch},) (one tag per unit); got {tuple(category.shape)}")
+        raise ValueError(
+            f"category must have shape ({batch},) (one tag per unit, i.e. per row of x); got {tuple(category.shape)}"
+        )
     if batch and (int(category.min()) < 0 or int(category.max()) >= n_categories):
         bad = sorted({int(v) for v in category.tolist() if not 0 <= int(v) < n_categories})
         raise ValueError(f"category holds unknown tags {bad[:5]}; known tags are 0..{n_categories - 1}")
@@ -160,6 +173,9 @@ class LearnedRouterMerge(nn.Module):
         self.aux_loss = torch.zeros(())
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Router weights ``(B, K)`` for ``x`` ``(B, n_in)``; NaN and inf propagate as in torch's own layers and an
+        empty batch gives an empty output."""
+        _check_x(x, self.gate.in_features)
         g = torch.softmax(self.gate(x), dim=-1)
         p = g.mean(0)
         self.aux_loss = self.num_branches * (p * p).sum()
@@ -186,6 +202,9 @@ class BranchMLP(nn.Module):
         self.b2 = nn.Parameter(torch.empty(k, 1, n_out).uniform_(-b2, b2))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Branch outputs ``(B, K, n_out)`` for ``x`` ``(B, n_in)``; NaN and inf propagate as in torch's own layers
+        and an empty batch gives an empty output."""
+        _check_x(x, self.w1.shape[1])
         h = torch.relu(torch.matmul(x.unsqueeze(0), self.w1) + self.b1)  # (K, B, H)
         return (torch.matmul(h, self.w2) + self.b2).transpose(0, 1)  # (B, K, n_out)
 
@@ -208,7 +227,8 @@ class SpecDropNet(nn.Module):
         Passed to :class:`SpecDropMerge`.
 
     ``forward(x, category=None, keep=None)`` returns ``(B, n_out)`` logits; ``category`` is required for
-    SpecDrop; ``keep`` (``(K,)`` of 0/1) prunes branches without changing the denominator.
+    SpecDrop; ``keep`` (``(K,)`` of 0/1) prunes branches without changing the denominator. NaN and inf in ``x``
+    propagate as in torch's own layers (no per-step scan of the input).
     """
 
     def __init__(
@@ -253,10 +273,18 @@ class SpecDropNet(nn.Module):
         return self.merge.aux_loss if self.routing == "learned" else torch.zeros(())  # type: ignore[union-attr]
 
     def forward(self, x: torch.Tensor, category: Any = None, keep: torch.Tensor | None = None) -> torch.Tensor:
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"x must be a torch.Tensor of shape (B, n_in); got {type(x).__name__}")
         if x.ndim != 2:
             raise ValueError(f"x must have shape (B, n_in); got {tuple(x.shape)}")
         w = self.weights(x, category)
         if keep is not None:
+            if not isinstance(keep, torch.Tensor):
+                raise TypeError(f"keep must be a torch.Tensor of shape ({self.num_branches},); got {type(keep).__name__}")
+            if keep.shape != (self.num_branches,):
+                raise ValueError(f"keep must have shape ({self.num_branches},) (one 0/1 per branch); got {tuple(keep.shape)}")
+            if keep.dtype.is_floating_point and not bool(keep.isfinite().all()):
+                raise ValueError("keep must contain only finite values (0/1 per branch; found NaN or inf)")
             w = w * keep.to(w)
         return (w.unsqueeze(-1) * self.branches(x)).sum(1)
 
@@ -276,6 +304,13 @@ def branch_pruning_drops(
     Returns a ``(K, M)`` tensor. ``category`` is the units' *true* category (it groups the accuracy); the
     model is fed ``tags`` (default: ``category``), which differ for a model trained with misaligned tags.
     """
+    if not isinstance(model, SpecDropNet):
+        raise TypeError(f"model must be a SpecDropNet; got {type(model).__name__}")
+    x = check_tensor("x", x, ndim=2, floating=True)
+    if not isinstance(y, torch.Tensor) or y.shape != (x.shape[0],):
+        got = tuple(y.shape) if isinstance(y, torch.Tensor) else type(y).__name__
+        raise ValueError(f"y must be a tensor of shape ({x.shape[0]},) (one label per row of x); got {got}")
+    num_categories = check_int("num_categories", num_categories, low=1)
     model.eval()
     k = model.num_branches
     c = _check_categories(category, num_categories, x.shape[0])
@@ -300,9 +335,10 @@ def specialization_index(drops: torch.Tensor, category_to_branch: Sequence[int])
     :math:`\frac{1}{M}\sum_c d_{\pi(c), c} - \frac{1}{M (K-1)} \sum_c \sum_{k \ne \pi(c)} d_{k, c}`; zero for
     branches that are interchangeable, large when each branch carries its categories. Needs :math:`K \ge 2`.
     """
+    drops = check_tensor("drops", drops, ndim=2)
     k, m = drops.shape
     if k < 2:
-        raise ValueError("specialization_index needs at least two branches")
+        raise ValueError(f"drops must have at least two branches (rows); got shape {tuple(drops.shape)}")
     if len(category_to_branch) != m:
         raise ValueError(f"category_to_branch must have {m} entries; got {len(category_to_branch)}")
     own = torch.zeros(k, m, dtype=torch.bool)

@@ -99,6 +99,9 @@ class BilinearGrid:
     ndims: tuple[int, ...] = (1, 2)
 
     def fit(self, data: np.ndarray, levels: np.ndarray, operator: Any = None) -> np.ndarray:
+        """Fit every level of ``levels`` to ``data`` (a signal, or measurements through ``operator``); returns
+        ``(len(levels), *signal_shape)``. ``data`` and ``levels`` are validated as in :func:`fit_family`."""
+        data, levels = _check_fit(self, data, levels, operator)
         shape = operator.shape if operator is not None else data.shape
         out = []
         for n in levels:
@@ -167,6 +170,9 @@ class FourierFeatures:
         return cols
 
     def fit(self, data: np.ndarray, levels: np.ndarray, operator: Any = None) -> np.ndarray:
+        """Fit every level of ``levels`` to ``data`` (a signal, or measurements through ``operator``); returns
+        ``(len(levels), *signal_shape)``. ``data`` and ``levels`` are validated as in :func:`fit_family`."""
+        data, levels = _check_fit(self, data, levels, operator)
         shape = operator.shape if operator is not None else data.shape
         phi = self.features(shape, int(levels[-1]))
         sizes = [2 * int(k) + 1 for k in levels]
@@ -194,6 +200,9 @@ class TruncatedSVD:
     ndims: tuple[int, ...] = (2,)
 
     def fit(self, data: np.ndarray, levels: np.ndarray, operator: Any = None) -> np.ndarray:
+        """Fit every level of ``levels`` to ``data`` (a signal, or measurements through ``operator``); returns
+        ``(len(levels), *signal_shape)``. ``data`` and ``levels`` are validated as in :func:`fit_family`."""
+        data, levels = _check_fit(self, data, levels, operator)
         if operator is not None:
             raise ValueError("family 'svd' fits signals directly only; operator must be None")
         u, s, vt = np.linalg.svd(data, full_matrices=False)
@@ -244,6 +253,9 @@ class CPFactorisation:
         return x.reshape(h // b, w // b, b, b).transpose(0, 2, 1, 3).reshape(h, w)
 
     def fit(self, data: np.ndarray, levels: np.ndarray, operator: Any = None) -> np.ndarray:
+        """Fit every level of ``levels`` to ``data`` (a signal, or measurements through ``operator``); returns
+        ``(len(levels), *signal_shape)``. ``data`` and ``levels`` are validated as in :func:`fit_family`."""
+        data, levels = _check_fit(self, data, levels, operator)
         if operator is not None:
             raise ValueError("family 'cp' fits signals directly only; operator must be None")
         x = self._fold(data)
@@ -338,6 +350,9 @@ class HashGrid:
         return csr_matrix((vals.ravel(), (rows, cols.ravel())), shape=(x.shape[0], self.n_levels * table))
 
     def fit(self, data: np.ndarray, levels: np.ndarray, operator: Any = None) -> np.ndarray:
+        """Fit every level of ``levels`` to ``data`` (a signal, or measurements through ``operator``); returns
+        ``(len(levels), *signal_shape)``. ``data`` and ``levels`` are validated as in :func:`fit_family`."""
+        data, levels = _check_fit(self, data, levels, operator)
         import torch
 
         shape = operator.shape if operator is not None else data.shape
@@ -454,22 +469,34 @@ def fit_family(family: Any, target_or_measurements: Any, levels: Sequence[int], 
         family = FAMILIES[family]()
     elif not (hasattr(family, "fit") and hasattr(family, "ndims")):
         raise TypeError(f"family must be a name in {sorted(FAMILIES)} or a family object; got {type(family).__name__}")
+    data, lv = _check_fit(family, target_or_measurements, levels, operator, "target_or_measurements")
+    return family.fit(data, lv, operator)
+
+
+def _check_fit(family: Any, data: Any, levels: Any, operator: Any, name: str = "data") -> tuple[np.ndarray, np.ndarray]:
+    """Validate the signal (or measurements) ``data``, the ladder and the operator of a family's ``fit``.
+
+    Runs before any factorisation (LAPACK may hang on NaN); a valid input comes back unchanged in value.
+    """
+    target_or_measurements = data
     lv = check_levels(levels)
     if operator is None:
-        data = check_array("target_or_measurements", target_or_measurements, ndim=family.ndims)
+        data = check_array(name, target_or_measurements, ndim=family.ndims)
+        if data.size == 0:
+            raise ValueError(f"{name} must not be empty; got shape {data.shape}")
     else:
         for attr in ("shape", "measurement_shape", "forward", "adjoint"):
             if not hasattr(operator, attr):
                 raise TypeError(f"operator must have shape, measurement_shape, forward and adjoint; missing {attr}")
-        data = check_array("target_or_measurements", target_or_measurements, dtype=None)
+        data = check_array(name, target_or_measurements, dtype=None)
         if not np.issubdtype(data.dtype, np.number) or not np.all(np.isfinite(data)):
-            raise ValueError("target_or_measurements must be finite numbers")
+            raise ValueError(f"{name} must be finite numbers")
         if tuple(data.shape) != tuple(operator.measurement_shape):
             raise ValueError(
-                f"target_or_measurements has shape {data.shape} but the operator's measurement_shape is "
+                f"{name} has shape {data.shape} but the operator's measurement_shape is "
                 f"{tuple(operator.measurement_shape)}"
             )
         if len(operator.shape) not in family.ndims:
             raise ValueError(f"family {family.name!r} does not support {len(operator.shape)}-D images")
         data = data.astype(complex) if np.iscomplexobj(data) else data.astype(float)
-    return family.fit(data, lv, operator)
+    return data, lv

@@ -35,6 +35,7 @@ from torch import Tensor, nn
 
 from geode.core.validation import check_choice, check_int, check_positive, check_real
 from geode.sciml.nets import MLP, check_ensemble, ensemble_input
+from geode.sciml.pinn import check_loss_args
 
 __all__ = ["CauchyActivation", "CauchyLoss", "ResidualCAN", "cauchy_kernel", "cauchy_mlp", "gaussian_kernel"]
 
@@ -83,7 +84,10 @@ class CauchyActivation(nn.Module):
         self.d = nn.Parameter(torch.full(shape, float(d), dtype=dt))
 
     def forward(self, x: Tensor) -> Tensor:
-        if self.num_features is not None and x.shape[-1] != self.num_features:
+        """Elementwise on ``x`` (..., F); NaN and inf propagate as in torch's own activations (no per-step scan)."""
+        if not isinstance(x, Tensor):
+            raise TypeError(f"x must be a torch.Tensor; got {type(x).__name__}")
+        if self.num_features is not None and (x.ndim == 0 or x.shape[-1] != self.num_features):
             raise ValueError(f"x must have {self.num_features} features in its last dimension; got {tuple(x.shape)}")
         l1, l2, d = self.lambda1, self.lambda2, self.d
         if self.ensemble is None:  # stored as (1, F); broadcast against any (..., F)
@@ -119,6 +123,7 @@ class CauchyLoss(nn.Module):
         self.reduction = check_choice("reduction", reduction, ("mean", "sum", "none"))
 
     def forward(self, y_true: Tensor, y_pred: Tensor) -> Tensor:
+        check_loss_args(y_true, y_pred)
         r = y_pred - y_true
         rho = 0.5 * self.c**2 * torch.log1p((r / self.c) ** 2)
         if self.reduction == "mean":
