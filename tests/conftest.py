@@ -57,11 +57,15 @@ def _corruptions(value: object) -> list[tuple[str, object]]:
     elif isinstance(value, float):
         out += [("nan", float("nan")), ("inf", float("inf")), ("wrong type", "not a number")]
     elif isinstance(value, (list, tuple)) and value:
-        # a sequence (of arrays, of sequences of arrays, of numbers): corrupt its first element, and empty it
+        # a sequence (of arrays, of sequences of arrays, of numbers): corrupt its first element, and empty it;
+        # a NamedTuple keeps its fields (it cannot be empty)
+        named = hasattr(value, "_fields")
         for kind, bad in _corruptions(value[0]):
             if kind in ("nan", "inf", "wrong shape"):
-                out.append((kind, type(value)([bad, *value[1:]])))
-        out.append(("empty", type(value)()))
+                items = [bad, *value[1:]]
+                out.append((kind, type(value)(*items) if named else type(value)(items)))
+        if not named:
+            out.append(("empty", type(value)()))
     return out
 
 

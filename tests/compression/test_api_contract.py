@@ -170,6 +170,7 @@ METHODS = {
 }
 
 CALLS = {  # -> (args, kwargs), built fresh each time
+    "mxfp4_quantize": lambda: ((_t(3, 16),), {"block_size": 8}),
     # quant
     "PackedLinear": lambda: (
         (torch.randint(0, 16, (4, 16), dtype=torch.uint8), torch.rand(4, 2) + 0.1, torch.full((4, 2), 7.0)),
@@ -248,7 +249,6 @@ CALLS = {  # -> (args, kwargs), built fresh each time
 
 NOT_CALLED = {
     "E2M1_VALUES": "a tuple of the FP4 grid's values, not callable",
-    "mxfp4_quantize": "geode.core.quant's function, re-exported: covered with geode.core (its fix belongs there)",
 }
 
 _HOT = "checked for type and shape only: it runs at every step; NaN propagates like torch's own layers (documented)"
@@ -297,3 +297,12 @@ def test_every_public_name_is_covered(api_coverage):
 
 def test_bad_inputs_fail_cleanly(public_name, api_problems):
     assert api_problems(public_name) == []
+
+
+def test_audit_mxfp4_quantize_refuses_nan_and_empty_weights():
+    w = _t(2, 32)
+    w[1, 5] = float("nan")
+    with pytest.raises(ValueError, match="weight must contain only finite"):
+        comp.mxfp4_quantize(w)
+    with pytest.raises(ValueError, match="weight must not be empty"):
+        comp.mxfp4_quantize(torch.zeros(0, 32))

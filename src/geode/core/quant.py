@@ -324,6 +324,14 @@ def mxfp4_quantize(weight: torch.Tensor, block_size: int = 32) -> torch.Tensor:
         The dequantised tensor, same shape and dtype. Ties between two grid values round down in magnitude
         (the specification rounds to even, :func:`fp4_quantize` with ``ties="even"``; the difference is
         measure-zero on real weights). Computed in the input's dtype.
+
+    Raises
+    ------
+    TypeError
+        ``weight`` is not a floating-point tensor.
+    ValueError
+        ``weight`` is empty, holds a NaN or inf (checked on the block maxima, 1/``block_size`` of a scan), or its
+        last dimension is not a multiple of ``block_size``.
     """
     if not isinstance(weight, torch.Tensor) or not weight.is_floating_point():
         raise TypeError(f"weight must be a floating-point torch.Tensor; got {type(weight).__name__}")
@@ -333,9 +341,13 @@ def mxfp4_quantize(weight: torch.Tensor, block_size: int = 32) -> torch.Tensor:
             f"weight's last dimension ({tuple(weight.shape)}) must be a multiple of block_size={block_size}; "
             "pad the columns with zeros (geode.compression.pad_columns) and crop the output"
         )
+    if weight.numel() == 0:
+        raise ValueError(f"weight must not be empty; got shape {tuple(weight.shape)}")
     w = weight.detach()
     blocks = w.reshape(*w.shape[:-1], -1, block_size)
     amax = blocks.abs().amax(-1, keepdim=True)
+    if not bool(torch.isfinite(amax).all()):  # a block max is NaN or inf exactly when the block holds one
+        raise ValueError("weight must contain only finite values (found NaN or inf)")
     scale = torch.exp2(torch.floor(torch.log2(amax.clamp_min(2.0**-126))) - 2.0)
     grid = torch.tensor(E2M1_VALUES, dtype=w.dtype, device=w.device)
     x = (blocks.abs() / scale).clamp(max=6.0)
