@@ -164,8 +164,8 @@ def dense_document_masked_attention(
         \\qquad \\mathcal{A}(t) = \\{s : \\mathrm{doc}(s) = \\mathrm{doc}(t),\\ s \\le t \\text{ if causal}\\},
 
     per head, with :math:`\\tau` = ``scale`` (default :math:`1/\\sqrt{\\text{head\\_dim}}`).
-    Same parameters and result as :func:`document_masked_attention`. NaN and inf in the inputs propagate to the output as in torch's own attention (no per-call scan: this runs
-    inside every training step).
+    Same parameters and result as :func:`document_masked_attention`. NaN and inf in the inputs propagate to the
+    output as in torch's own attention (no per-call scan: this runs inside every training step).
     """
     check_qkv(q, k, v)
     n = q.shape[-3]

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor, nn
 
-from geode.core.validation import check_int, check_positive
+from geode.core.validation import check_int, check_positive, check_tensor
 
 __all__ = ["fit_ensemble", "member_state", "stack_members"]
 
@@ -108,6 +108,8 @@ def fit_ensemble(
         clip = check_positive("clip", clip)
     if l1 is not None and not hasattr(model, "forward_with_regularization"):
         raise ValueError(f"l1 needs a model with forward_with_regularization(x); {type(model).__name__} has none")
+    check_tensor("x", x, ndim=(2, 3), floating=True)
+    check_tensor("y", y, floating=True)
     if y.ndim != 3 or y.shape[0] != n_models:
         raise ValueError(f"y must have shape (E={n_models}, n, d_out); got {tuple(y.shape)}")
     if not (x.ndim == 3 and x.shape[:2] == y.shape[:2]) and not (x.ndim == 2 and x.shape[0] == y.shape[1]):

@@ -69,7 +69,10 @@ def check_loss_args(y_true: Tensor, y_pred: Tensor) -> None:
 
 
 class MSELoss(nn.Module):
-    """Mean squared error :math:`\\operatorname{mean}((y_{pred} - y_{true})^2)`, signature ``(y_true, y_pred)``."""
+    """Mean squared error :math:`\\operatorname{mean}((y_{pred} - y_{true})^2)`, signature ``(y_true, y_pred)``.
+
+    NaN and inf propagate to the loss as in torch's own losses (no per-step scan; see :func:`check_loss_args`).
+    """
 
     def forward(self, y_true: Tensor, y_pred: Tensor) -> Tensor:
         check_loss_args(y_true, y_pred)
@@ -77,7 +80,10 @@ class MSELoss(nn.Module):
 
 
 class L1Loss(nn.Module):
-    """Mean absolute error :math:`\\operatorname{mean}|y_{pred} - y_{true}|`, signature ``(y_true, y_pred)``."""
+    """Mean absolute error :math:`\\operatorname{mean}|y_{pred} - y_{true}|`, signature ``(y_true, y_pred)``.
+
+    NaN and inf propagate to the loss as in torch's own losses (no per-step scan; see :func:`check_loss_args`).
+    """
 
     def forward(self, y_true: Tensor, y_pred: Tensor) -> Tensor:
         check_loss_args(y_true, y_pred)
@@ -91,6 +97,8 @@ class HuberLoss(nn.Module):
     ----------
     delta : float
         Transition point :math:`\\delta > 0`.
+
+    NaN and inf propagate to the loss as in torch's own losses (no per-step scan; see :func:`check_loss_args`).
     """
 
     def __init__(self, delta: float = 1.0) -> None:

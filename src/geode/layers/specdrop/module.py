@@ -280,9 +280,13 @@ class SpecDropNet(nn.Module):
         w = self.weights(x, category)
         if keep is not None:
             if not isinstance(keep, torch.Tensor):
-                raise TypeError(f"keep must be a torch.Tensor of shape ({self.num_branches},); got {type(keep).__name__}")
+                raise TypeError(
+                    f"keep must be a torch.Tensor of shape ({self.num_branches},); got {type(keep).__name__}"
+                )
             if keep.shape != (self.num_branches,):
-                raise ValueError(f"keep must have shape ({self.num_branches},) (one 0/1 per branch); got {tuple(keep.shape)}")
+                raise ValueError(
+                    f"keep must have shape ({self.num_branches},) (one 0/1 per branch); got {tuple(keep.shape)}"
+                )
             if keep.dtype.is_floating_point and not bool(keep.isfinite().all()):
                 raise ValueError("keep must contain only finite values (0/1 per branch; found NaN or inf)")
             w = w * keep.to(w)

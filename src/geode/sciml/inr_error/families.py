@@ -473,7 +473,9 @@ def fit_family(family: Any, target_or_measurements: Any, levels: Sequence[int], 
     return family.fit(data, lv, operator)
 
 
-def _check_fit(family: Any, data: Any, levels: Any, operator: Any, name: str = "data") -> tuple[np.ndarray, np.ndarray]:
+def _check_fit(
+    family: Any, data: Any, levels: Any, operator: Any, name: str = "data"
+) -> tuple[np.ndarray, np.ndarray]:
     """Validate the signal (or measurements) ``data``, the ladder and the operator of a family's ``fit``.
 
     Runs before any factorisation (LAPACK may hang on NaN); a valid input comes back unchanged in value.

@@ -213,11 +213,15 @@ class UndersampledFourier:
         return m
 
     def _check(self, name: str, x: Any, shape: tuple[int, int]) -> None:
+        if not hasattr(x, "shape") or not hasattr(x, "dtype"):
+            raise TypeError(f"{name} must be a numpy array or a torch tensor; got {type(x).__name__}")
         if tuple(x.shape[-2:]) != shape:
             raise ValueError(f"{name} must have trailing shape {shape}; got {tuple(x.shape)}")
 
     def forward(self, x: Any) -> Any:
-        """:math:`S F x` on the last two axes; numpy array or torch tensor in, complex of the same kind out."""
+        """:math:`S F x` on the last two axes; numpy array or torch tensor in, complex of the same kind out.
+
+        A linear operator applied in every step of a fit: NaN and inf propagate (no scan of ``x``)."""
         self._check("x", x, self.shape)
         if hasattr(x, "detach"):
             import torch

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from geode.core import check_choice, check_int
+from geode.core import check_array, check_choice, check_int
 
 __all__ = [
     "DRIVING_DOMAINS",
@@ -244,10 +244,15 @@ def trajectory_collides(traj: np.ndarray, agents: np.ndarray, curv: np.ndarray) 
     Returns
     -------
     ndarray of bool, shape (n,)
+
+    Raises
+    ------
+    TypeError, ValueError
+        Non-numeric, non-finite, empty or mis-shaped inputs (each error names the argument).
     """
-    traj, agents, curv = np.asarray(traj, float), np.asarray(agents, float), np.asarray(curv, float)
-    if traj.ndim != 3 or traj.shape[1:] != (N_WP, 2):
-        raise ValueError(f"traj must have shape (n, {N_WP}, 2); got {traj.shape}")
+    traj, agents, curv = check_array("traj", traj), check_array("agents", agents), check_array("curv", curv)
+    if traj.ndim != 3 or traj.shape[1:] != (N_WP, 2) or traj.shape[0] == 0:
+        raise ValueError(f"traj must have shape (n, {N_WP}, 2) with n >= 1; got {traj.shape}")
     if agents.ndim != 3 or agents.shape[0] != traj.shape[0] or agents.shape[2] != 4:
         raise ValueError(f"agents must have shape ({traj.shape[0]}, A, 4); got {agents.shape}")
     if curv.shape != (traj.shape[0], 2):
@@ -271,10 +276,13 @@ def trajectory_l2(pred: np.ndarray, target: np.ndarray) -> dict[str, float]:
     """L2 displacement errors of waypoints: the mean over the 6 waypoints and at 1, 2 and 3 s.
 
     ``pred`` and ``target`` are ``(n, 6, 2)``; waypoints are 0.5 s apart, so 1/2/3 s are indices 1/3/5
-    (the error *at* that time, as in UniAD; VAD averages up to it).
+    (the error *at* that time, as in UniAD; VAD averages up to it). Non-numeric, non-finite, empty or
+    mis-shaped inputs raise an error naming the argument.
     """
-    p, t = np.asarray(pred, float), np.asarray(target, float)
-    if p.shape != t.shape or p.ndim != 3 or p.shape[1:] != (N_WP, 2):
+    p, t = check_array("pred", pred), check_array("target", target)
+    if p.ndim != 3 or p.shape[1:] != (N_WP, 2) or p.shape[0] == 0:
+        raise ValueError(f"pred must have shape (n, {N_WP}, 2) with n >= 1; got {p.shape}")
+    if p.shape != t.shape:
         raise ValueError(f"pred and target must both have shape (n, {N_WP}, 2); got {p.shape} and {t.shape}")
     e = np.linalg.norm(p - t, axis=-1)
     return {

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from geode.core import check_array
 from geode.vision3d.virtualrect.scene import rotation_from_vector
 
 __all__ = [
@@ -498,8 +499,15 @@ def vertical_errors(rect: StereoRectification, pts_left: np.ndarray, pts_right: 
     """|row difference| of correspondences after rectification, in original-image pixels.
 
     The rectified difference is divided by the mean magnification of the two warps, so a rectifier cannot
-    shrink its errors by shrinking the image (the uncalibrated homographies may rescale).
+    shrink its errors by shrinking the image (the uncalibrated homographies may rescale). ``pts_left`` and
+    ``pts_right`` are ``(n, 2)`` finite pixel coordinates, ``n >= 1``; anything else raises naming the argument.
     """
+    pts_left, pts_right = check_array("pts_left", pts_left, ndim=2), check_array("pts_right", pts_right, ndim=2)
+    for name, pts in (("pts_left", pts_left), ("pts_right", pts_right)):
+        if pts.shape[1] != 2 or pts.shape[0] == 0:
+            raise ValueError(f"{name} must have shape (n, 2) with n >= 1; got {pts.shape}")
+    if pts_left.shape != pts_right.shape:
+        raise ValueError(f"pts_right must have pts_left's shape {pts_left.shape}; got {pts_right.shape}")
     a = rect.rectify_points(pts_left, "left")
     b = rect.rectify_points(pts_right, "right")
     mag = 0.5 * (_scale(rect.H1, rect.size) + _scale(rect.H2, rect.size))

@@ -18,12 +18,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from geode.core import check_array
+
 __all__ = ["StereoScene", "render_stereo_scene", "rotation_from_vector", "sample_matches"]
 
 
 def rotation_from_vector(w: np.ndarray) -> np.ndarray:
-    """Rodrigues: the rotation matrix ``exp([w]_x)`` of a rotation vector ``w`` (radians), shape (3,)."""
-    w = np.asarray(w, dtype=float).reshape(3)
+    """Rodrigues: the rotation matrix ``exp([w]_x)`` of a rotation vector ``w`` (radians), shape (3,).
+
+    Any array of three finite numbers is accepted (it is flattened); anything else raises naming ``w``.
+    """
+    w = check_array("w", w)
+    if w.size != 3:
+        raise ValueError(f"w must hold 3 numbers (a rotation vector); got shape {w.shape}")
+    w = w.reshape(3)
     th = float(np.linalg.norm(w))
     k = np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
     if th < 1e-12:
