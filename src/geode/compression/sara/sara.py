@@ -222,7 +222,6 @@ def _ddim_times(n_train_steps: int, steps: int) -> list[int]:
     return [int(round(x)) for x in np.linspace(n_train_steps - 1, 0, steps)]
 
 
-@torch.no_grad()
 def _check_noise(model: Any, noise: Any) -> None:
     check_tensor("noise", noise, ndim=2, floating=True)
     dim = getattr(model, "dim", noise.shape[1])
@@ -230,6 +229,7 @@ def _check_noise(model: Any, noise: Any) -> None:
         raise ValueError(f"noise must have shape (n, {dim}) for this model; got {tuple(noise.shape)}")
 
 
+@torch.no_grad()
 def ddim_sample(
     model: DigitDenoiser,
     noise: torch.Tensor,
