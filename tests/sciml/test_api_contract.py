@@ -39,6 +39,31 @@ def _diffs():
     return np.array([8.0, 4.0, 2.0, 1.0])
 
 
+def _relative_errors_call():
+    g = _graph()
+    return (_t(42, 1), _t(42, 1, seed=1) + 3.0, g), {}
+
+
+def _kernel_args(d=2, cauchy=False):
+    x, centers, widths = _t(1, 5, d), _t(1, 3, d, seed=1), torch.rand(1, 3, generator=torch.Generator().manual_seed(2))
+    extra = (_t(1, 3, d, seed=3), _t(1, 3, seed=4)) if cauchy else ()
+    return (x, centers, widths + 0.5, *extra), {}
+
+
+def _study_rows():
+    rows = []
+    for eq in ("a", "b"):
+        for n in (32, 128):
+            for noise in (0.0, 0.1):
+                for i, model in enumerate(("GC-KAN", "spline KAN (CV)", "MLP")):
+                    v = 0.1 + 0.01 * i + noise + (0.05 if eq == "b" else 0.0)
+                    rows.append(
+                        dict(model=model, equation=eq, n_vars=1, n_train=n, noise=noise, seed=0, params=1, grid=1)
+                        | {"nrmse_test": v, "nrmse_extrap": v}
+                    )
+    return rows
+
+
 # main methods, as wrappers whose parameters carry the method's own argument names
 def _kan_forward(x):
     return sciml.KAN([2, 3, 1], grid=3, seed=0)(x)
@@ -262,6 +287,26 @@ CALLS = {  # -> (args, kwargs), built fresh each time
     "ResidualCAN": lambda: ((1, 1), {"width": 4, "n_nodes": 4, "domain": [(-1.0, 1.0)]}),
     "ResidualCAN.forward": lambda: ((_t(5, 1),), {}),
     "cauchy_mlp": lambda: (([1, 4, 1],), {}),
+    # issue 51 follow-up: the remaining names
+    "EnsembleLinear": lambda: ((2, 3), {"bound": 0.5, "bias_bound": 0.5, "generator": torch.Generator()}),
+    "FourierFeatureMLP": lambda: ((2, [4], 1), {"n_features": 4, "sigma": 1.0}),
+    "HeatStream": lambda: (([_mesh()],), {"dt": 0.2, "kappa": (0.005, 0.08)}),
+    "Poisson2D": lambda: ((), {"domain": ((-1.0, 1.0), (-1.0, 1.0))}),
+    "bspline_basis": lambda: ((_t(5, 2), sciml.uniform_grid(-torch.ones(2), torch.ones(2), 3, 3), 3), {}),
+    "cauchy_kernel": lambda: _kernel_args(cauchy=True),
+    "gaussian_kernel": lambda: _kernel_args(),
+    "collate": lambda: (([_mesh()], [sciml.node_features(_mesh())]), {}),
+    "derivatives": _derivatives_call,
+    "duality_map": lambda: ((_t(5), 3.0), {"delta": 0.1}),
+    "kpp_dataset": lambda: (([_mesh()], 0), {"n_steps": 2, "dt": 0.2, "kappa": (0.01, 0.04), "r": (0.5, 1.5)}),
+    "kpp_pairs": lambda: ((_traj(),), {}),
+    "make_architecture": lambda: (("SIREN",), {"omega0": 10.0, "sigma": 1.0}),
+    "poisson_dataset": lambda: (([_mesh()], 0), {"alpha": 2.0}),
+    "relative_errors": _relative_errors_call,
+    "superquadric": lambda: ((0,), {"subdivisions": 1, "exponent": (1.6, 4.0)}),
+    "torus": lambda: ((0,), {"n_major": 6, "n_minor": 4, "radii": (1.0, 0.3)}),
+    "uniform_grid": lambda: ((-torch.ones(2), torch.ones(2), 3, 3), {}),
+    "summarize_study": lambda: ((_study_rows(),), {}),
 }
 NOT_CALLED = {
     "PAPER_EDGE": "a constant (dict of settings)",
@@ -273,32 +318,13 @@ NOT_CALLED = {
     "ARCHITECTURES": "a constant (tuple of names)",
     "STEP_COST": "a constant (dict)",
     "NotContractingWarning": "a warning class",
-    "EnsembleLinear": "not yet covered (issue 51 follow-up)",
-    "FourierFeatureMLP": "not yet covered (issue 51 follow-up)",
-    "GlobalPrediction": "not yet covered (issue 51 follow-up)",
-    "HeatStream": "not yet covered (issue 51 follow-up)",
-    "Poisson2D": "not yet covered (issue 51 follow-up)",
-    "bspline_basis": "not yet covered (issue 51 follow-up)",
-    "cauchy_kernel": "not yet covered (issue 51 follow-up)",
-    "gaussian_kernel": "not yet covered (issue 51 follow-up)",
-    "collate": "not yet covered (issue 51 follow-up)",
-    "derivatives": "not yet covered (issue 51 follow-up)",
-    "duality_map": "not yet covered (issue 51 follow-up)",
-    "kpp_dataset": "not yet covered (issue 51 follow-up)",
-    "kpp_pairs": "not yet covered (issue 51 follow-up)",
-    "make_architecture": "not yet covered (issue 51 follow-up)",
-    "poisson_dataset": "not yet covered (issue 51 follow-up)",
-    "relative_errors": "not yet covered (issue 51 follow-up)",
-    "superquadric": "not yet covered (issue 51 follow-up)",
-    "torus": "not yet covered (issue 51 follow-up)",
-    "uniform_grid": "not yet covered (issue 51 follow-up)",
-    "summarize_study": "not yet covered (issue 51 follow-up)",
+    "GlobalPrediction": "a result record, built by ErrorPredictor.predict_global from a validated fit",
     "GraphBatch": "a container built by collate; the fixture cannot corrupt its sparse operator (follow-up)",
     "PINNResult": "a result record returned by train_pinn (its NaN rel_l2 without an exact solution is documented "
     "there); not validated (issue 51 follow-up)",
-    "run_feynman_study": "not yet covered (issue 51 follow-up)",
-    "run_pinn_suite": "not yet covered (issue 51 follow-up)",
-    "run_protocols": "not yet covered (issue 51 follow-up)",
+    "run_feynman_study": "a minutes-long study runner; its setup functions (nets, problems, fits) are covered",
+    "run_pinn_suite": "a minutes-long study runner; its setup functions (nets, problems, fits) are covered",
+    "run_protocols": "a minutes-long study runner; its setup functions (nets, problems, fits) are covered",
 }
 _HOT = "NaN/inf propagate like torch's own layers: no per-step scan in a training forward (documented)"
 _EMPTY = "an empty batch gives an empty output (documented in ensemble_input)"
@@ -326,6 +352,11 @@ OK: dict[str, dict[tuple[str, str], str]] = {
         ("x", "inf"): "a linear operator applied in every step of a fit: inf propagates (documented)",
     },
     "ResidualCAN.forward": {**_FWD, ("x", "wrong shape"): "(5, 1, 1) is a valid (..., in_dim=1) batch"},
+    "derivatives": {("u", "nan"): _HOT, ("u", "inf"): _HOT},
+    "duality_map": {
+        ("u", "empty"): "elementwise: an empty u gives an empty result (documented)",
+        ("u", "wrong shape"): "elementwise: any shape of u is valid (documented)",
+    },
 }
 
 
@@ -369,3 +400,66 @@ def test_audit_truncated_svd_nan_does_not_hang():
     image[0, 0] = np.nan
     with pytest.raises(ValueError, match="data"):
         sciml.TruncatedSVD().fit(image, np.array([1, 2]))
+
+
+# the audit's repros for the names covered in the follow-up: each passed silently or raised an internal error before
+def test_audit_ensemble_linear_nan_bound():
+    with pytest.raises(ValueError, match="bound"):
+        sciml.EnsembleLinear(2, 3, bound=float("nan"))
+    with pytest.raises(ValueError, match="bias_bound"):
+        sciml.EnsembleLinear(2, 3, bias_bound=float("nan"))
+
+
+def test_audit_fourier_feature_mlp_empty_hidden():
+    with pytest.raises(ValueError, match="hidden"):
+        sciml.FourierFeatureMLP(2, [], 1)
+
+
+def test_audit_heat_stream_nan_kappa():
+    with pytest.raises(ValueError, match="kappa"):
+        sciml.HeatStream([_mesh()], kappa=(float("nan"), 0.08))
+
+
+def test_audit_kpp_dataset_nan_kappa_and_r():
+    # the audit: NaN kappa or r reached rng.uniform, an OverflowError
+    with pytest.raises(ValueError, match="kappa"):
+        sciml.kpp_dataset([_mesh()], 0, n_steps=1, kappa=(float("nan"), 0.04))
+    with pytest.raises(ValueError, match="r"):
+        sciml.kpp_dataset([_mesh()], 0, n_steps=1, r=(0.5, float("inf")))
+
+
+def test_audit_poisson2d_nan_domain():
+    with pytest.raises(ValueError, match="domain"):
+        sciml.Poisson2D(domain=((float("nan"), 1.0), (-1.0, 1.0)))
+
+
+def test_audit_collate_nan_features():
+    m = _mesh()
+    x = sciml.node_features(m)
+    x[0, 0] = np.nan
+    with pytest.raises(ValueError, match="features"):
+        sciml.collate([m], [x])
+
+
+def test_audit_poisson_dataset_empty_meshes():
+    with pytest.raises(ValueError, match="meshes"):
+        sciml.poisson_dataset([], 0)
+
+
+def test_audit_make_architecture_nan_omega0_sigma():
+    with pytest.raises(ValueError, match="omega0"):
+        sciml.make_architecture("SIREN", omega0=float("nan"))
+    with pytest.raises(ValueError, match="sigma"):
+        sciml.make_architecture("SIREN", sigma=float("nan"))
+
+
+def test_audit_superquadric_and_torus_empty_tuples():
+    with pytest.raises(ValueError, match="exponent"):
+        sciml.superquadric(0, exponent=())
+    with pytest.raises(ValueError, match="radii"):
+        sciml.torus(0, radii=())
+
+
+def test_audit_summarize_study_empty_rows():
+    with pytest.raises(ValueError, match="rows"):
+        sciml.summarize_study([])

@@ -33,7 +33,7 @@ import torch
 from torch import Tensor, nn
 
 from geode.core.random import as_generator, torch_generator
-from geode.core.validation import check_choice, check_int, check_positive, check_real
+from geode.core.validation import check_choice, check_int, check_positive, check_real, check_tensor
 from geode.sciml.nets import EdgeL1, check_ensemble, check_width, ensemble_input
 
 __all__ = ["KAN", "KANLayer", "bspline_basis", "create_dataset", "fit", "uniform_grid"]
@@ -55,7 +55,23 @@ def uniform_grid(low: Tensor, high: Tensor, num: int, k: int) -> Tensor:
     -------
     Tensor, shape (..., d, G + 2k + 1)
         :math:`t_m = a - k h + m h`, :math:`h = (b - a) / G`, :math:`m = 0, \\dots, G + 2k`.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``low`` or ``high`` is not a finite, non-empty tensor, their shapes differ, ``high <= low`` somewhere,
+        or ``num`` < 1 or ``k`` < 0.
     """
+    check_tensor("low", low, ndim=tuple(range(1, 8)))
+    check_tensor("high", high)
+    if high.shape != low.shape:
+        raise ValueError(f"high must have low's shape {tuple(low.shape)}; got {tuple(high.shape)}")
+    if not bool((high > low).all()):
+        raise ValueError("high must be > low in every entry")
+    return _uniform_grid(low, high, check_int("num", num, low=1), check_int("k", k, low=0))
+
+
+def _uniform_grid(low: Tensor, high: Tensor, num: int, k: int) -> Tensor:
     h = (high - low) / num
     steps = torch.arange(-k, num + k + 1, dtype=low.dtype, device=low.device)
     return low.unsqueeze(-1) + steps * h.unsqueeze(-1)
@@ -90,7 +106,27 @@ def bspline_basis(x: Tensor, grid: Tensor, k: int, *, uniform: bool = False) -> 
     Returns
     -------
     Tensor, shape (..., d, n_knots - k - 1)
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``x`` or ``grid`` is not a finite, non-empty tensor, ``grid`` does not have ``d`` rows of at least
+        ``k + 2`` knots, or ``k`` < 0.
     """
+    check_tensor("x", x, ndim=tuple(range(1, 8)))
+    check_tensor("grid", grid, ndim=tuple(range(2, 9)))
+    k = check_int("k", k, low=0)
+    if grid.shape[-2] != x.shape[-1]:
+        raise ValueError(
+            f"grid must have one row per input of x (x: {tuple(x.shape)}, d = {x.shape[-1]}); got grid shape "
+            f"{tuple(grid.shape)}"
+        )
+    if grid.shape[-1] < k + 2:
+        raise ValueError(f"grid must have at least k + 2 = {k + 2} knots per row; got {grid.shape[-1]}")
+    return _bspline_basis(x, grid, k, uniform=uniform)
+
+
+def _bspline_basis(x: Tensor, grid: Tensor, k: int, *, uniform: bool = False) -> Tensor:
     xe = x.unsqueeze(-1)  # (..., d, 1)
     if uniform and k == 3:
         # closed form on a uniform grid: B_{m,3}(x) = beta3((x - t_{m+2}) / h), the centred cubic B-spline
@@ -161,7 +197,7 @@ def _kan_layer_forward(
     if fused and k == 3:
         spline = _CubicSplineEdges.apply(x, grid, coef)
     else:
-        basis = bspline_basis(x, grid.unsqueeze(1), k, uniform=True)  # (E, n, in, nb)
+        basis = _bspline_basis(x, grid.unsqueeze(1), k, uniform=True)  # (E, n, in, nb)
         spline = torch.einsum("enim,eiom->enio", basis, coef)
     y = torch.einsum("eni,eio->eno", base_fun(x), scale_base) + torch.einsum("enio,eio->eno", spline, scale_sp)
     return y, spline
@@ -187,7 +223,7 @@ def _grid_from_samples(x: Tensor, weight: Tensor, num: int, k: int, margin: floa
     span = torch.clamp(hi - lo, min=1e-2)
     mid = 0.5 * (hi + lo)
     half = 0.5 * span * (1.0 + 2.0 * margin)
-    return uniform_grid(mid - half, mid + half, num, k)
+    return _uniform_grid(mid - half, mid + half, num, k)
 
 
 class KANLayer(nn.Module):
@@ -267,7 +303,9 @@ class KANLayer(nn.Module):
         ens = () if self.ensemble is None else (self.ensemble,)
         g = torch_generator(check_int("seed", seed, low=0))
         dt = torch.get_default_dtype()
-        grid = uniform_grid(torch.full((*ens, in_dim), lo, dtype=dt), torch.full((*ens, in_dim), hi, dtype=dt), num, k)
+        grid = _uniform_grid(
+            torch.full((*ens, in_dim), lo, dtype=dt), torch.full((*ens, in_dim), hi, dtype=dt), num, k
+        )
         self.register_buffer("grid", grid)
         shape = (*ens, in_dim, out_dim)
         self.coef = nn.Parameter(noise_scale * torch.randn(*shape, num + k, generator=g, dtype=dt))
@@ -323,7 +361,7 @@ class KANLayer(nn.Module):
         grid, coef, scale_base, scale_sp = self._stacked()
         _, old = _kan_layer_forward(xs, grid, coef, scale_base, scale_sp, self.k, self.base_fun)
         new_grid = _grid_from_samples(xs, w, self.num, self.k, margin)
-        new_coef = _weighted_lstsq_coef(bspline_basis(xs, new_grid.unsqueeze(1), self.k, uniform=True), old, w, ridge)
+        new_coef = _weighted_lstsq_coef(_bspline_basis(xs, new_grid.unsqueeze(1), self.k, uniform=True), old, w, ridge)
         if self.ensemble is None:
             new_grid, new_coef = new_grid[0], new_coef[0]
         return {"grid": new_grid, "coef": new_coef}

@@ -22,7 +22,7 @@ import torch
 from torch import Tensor, nn
 
 from geode.core.random import torch_generator
-from geode.core.validation import check_int, check_positive
+from geode.core.validation import check_int, check_positive, check_real
 
 __all__ = [
     "MLP",
@@ -109,7 +109,9 @@ class EnsembleLinear(nn.Module):
 
     ``weight`` has shape (in, out) or (E, in, out) and ``bias`` (1, out) or (E, 1, out); the matrix product
     broadcasts, so (n, in) -> (n, out) and (E, n, in) -> (E, n, out). Initialisation: uniform on
-    :math:`\\pm` ``bound`` (default :math:`1/\\sqrt{in}`, torch's ``nn.Linear``), bias likewise.
+    :math:`\\pm` ``bound`` (default :math:`1/\\sqrt{in}`, torch's ``nn.Linear``), bias likewise; ``bound`` and
+    ``bias_bound`` must be finite and >= 0. The forward checks the input's type and width, not its values: NaN
+    propagates like torch's own layers.
     """
 
     def __init__(
@@ -126,6 +128,10 @@ class EnsembleLinear(nn.Module):
         self.in_dim = check_int("in_dim", in_dim, low=1)
         self.out_dim = check_int("out_dim", out_dim, low=1)
         self.ensemble = check_ensemble(ensemble)
+        if bound is not None:
+            check_real("bound", bound, low=0.0)
+        if bias_bound is not None:
+            check_real("bias_bound", bias_bound, low=0.0)
         ens = () if self.ensemble is None else (self.ensemble,)
         w_bound = 1.0 / math.sqrt(in_dim) if bound is None else bound
         b_bound = 1.0 / math.sqrt(in_dim) if bias_bound is None else bias_bound
@@ -278,7 +284,7 @@ class FourierFeatureMLP(nn.Module):
     in_dim : int
         Input dimension.
     hidden : list of int
-        Hidden layer sizes of the MLP.
+        Hidden layer sizes of the MLP (at least one).
     out_dim : int
         Output dimension.
     n_features : int
@@ -291,6 +297,8 @@ class FourierFeatureMLP(nn.Module):
         Number of stacked members (each draws its own :math:`B`).
     seed : int
         Seed of :math:`B` and of the MLP.
+
+    The forward checks the input's type and width, not its values: NaN propagates like torch's own layers.
     """
 
     def __init__(
@@ -307,6 +315,8 @@ class FourierFeatureMLP(nn.Module):
     ) -> None:
         super().__init__()
         self.in_dim = check_int("in_dim", in_dim, low=1)
+        if isinstance(hidden, (str, bytes)) or not hasattr(hidden, "__len__") or len(hidden) == 0:
+            raise ValueError(f"hidden must list at least one hidden width; got {hidden!r}")
         self.n_features = check_int("n_features", n_features, low=1)
         self.sigma = check_positive("sigma", sigma)
         self.ensemble = check_ensemble(ensemble)

@@ -118,7 +118,8 @@ def derivatives(u: Tensor, x: Tensor, *, order: int = 2) -> tuple[Tensor, Tensor
     """Gradient and Laplacian of a scalar field ``u`` (..., 1) with respect to ``x`` (..., d) by autograd.
 
     ``x`` must require grad and ``u`` must be computed from it. Rows are independent (each output depends on
-    its own input row only), so the gradient of :math:`\\sum u` is every row's gradient.
+    its own input row only), so the gradient of :math:`\\sum u` is every row's gradient. Called in every
+    training step, it checks types and shapes, not values: NaN propagates like torch's own layers.
 
     Returns
     -------
@@ -128,9 +129,19 @@ def derivatives(u: Tensor, x: Tensor, *, order: int = 2) -> tuple[Tensor, Tensor
         :math:`\\Delta u = \\sum_i \\partial_{ii} u`.
     """
     check_choice("order", order, (1, 2))
+    for name, t in (("u", u), ("x", x)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor; got {type(t).__name__}")
+    if x.ndim == 0:
+        raise ValueError("x must have shape (..., d); got a scalar")
+    if u.shape != (*x.shape[:-1], 1):
+        raise ValueError(f"u must have shape x.shape[:-1] + (1,) = {(*x.shape[:-1], 1)}; got {tuple(u.shape)}")
     if not x.requires_grad:
         raise ValueError("x must require grad (x.requires_grad_()) before computing u from it")
-    (grad,) = torch.autograd.grad(u.sum(), x, create_graph=True)
+    try:
+        (grad,) = torch.autograd.grad(u.sum(), x, create_graph=True)
+    except RuntimeError as exc:
+        raise ValueError(f"u must be computed from x (x is not in u's autograd graph): {exc}") from None
     if order == 1:
         return grad, None
     lap = torch.zeros_like(u)
@@ -340,10 +351,22 @@ class Burgers1D(Problem):
 @dataclass(frozen=True)
 class Poisson2D(Problem):
     """2-D Poisson: :math:`-\\Delta u = 2\\pi^2 \\sin(\\pi x)\\sin(\\pi y)` on :math:`[-1,1]^2`, :math:`u = 0` on the
-    boundary; solution :math:`u^* = \\sin(\\pi x)\\sin(\\pi y)`."""
+    boundary; solution :math:`u^* = \\sin(\\pi x)\\sin(\\pi y)`.
+
+    ``domain`` is two finite ``(low, high)`` intervals with ``low < high``."""
 
     domain: tuple[tuple[float, float], ...] = ((-1.0, 1.0), (-1.0, 1.0))
     name: str = "Poisson 2-D"
+
+    def __post_init__(self) -> None:
+        d = self.domain
+        if isinstance(d, (str, bytes)) or not hasattr(d, "__len__") or len(d) != 2:
+            raise ValueError(f"domain must be two (low, high) intervals, one per dimension; got {d!r}")
+        for i, iv in enumerate(d):
+            if isinstance(iv, (str, bytes)) or not hasattr(iv, "__len__") or len(iv) != 2:
+                raise ValueError(f"domain[{i}] must be a (low, high) interval; got {iv!r}")
+            lo = check_real(f"domain[{i}][0]", iv[0])
+            check_real(f"domain[{i}][1]", iv[1], low=lo, low_inclusive=False)
 
     def residual(self, x: Tensor, u: Tensor, grad: Tensor, lap: Tensor) -> Tensor:
         return lap + 2.0 * math.pi**2 * self.exact(x)

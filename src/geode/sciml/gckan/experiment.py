@@ -528,7 +528,14 @@ def summarize_study(
     -------
     metrics : dict of str to float
     table : list of dict
+
+    Raises
+    ------
+    ValueError
+        If ``rows`` is empty (no fits to summarise).
     """
+    if len(rows) == 0:
+        raise ValueError("rows is empty: no selected fits to summarise")
     models = sorted({r["model"] for r in rows})
     tags = {
         "GC-KAN": "gc",

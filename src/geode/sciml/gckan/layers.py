@@ -40,7 +40,7 @@ import torch
 from torch import Tensor, nn
 
 from geode.core.random import torch_generator
-from geode.core.validation import check_int, check_real
+from geode.core.validation import check_int, check_real, check_tensor
 from geode.sciml.nets import EdgeL1, check_ensemble, check_width, ensemble_input
 
 __all__ = ["GCKAN", "GCKANLayer", "duality_map"]
@@ -62,7 +62,8 @@ def duality_map(u: Tensor, p: float | Tensor, delta: float = 0.0) -> Tensor:
     Returns
     -------
     Tensor
-        :math:`J_p(u)`, broadcast shape of ``u`` and ``p``.
+        :math:`J_p(u)`, broadcast shape of ``u`` and ``p``. Elementwise: any shape, an empty ``u`` gives an
+        empty result; a NaN or an infinity in ``u`` is a ``ValueError``.
 
     Examples
     --------
@@ -72,6 +73,7 @@ def duality_map(u: Tensor, p: float | Tensor, delta: float = 0.0) -> Tensor:
     >>> duality_map(u, 3.0).tolist()
     [-4.0, 0.0, 9.0]
     """
+    check_tensor("u", u, nonempty=False)
     delta = check_real("delta", delta, low=0.0)
     if isinstance(p, Tensor):
         if not bool((p > 1).all()):

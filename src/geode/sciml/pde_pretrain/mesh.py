@@ -386,6 +386,8 @@ def superquadric(
     scales in [0.6, 1.2].
     """
     rng = as_generator(seed)
+    if isinstance(exponent, (str, bytes)) or not hasattr(exponent, "__len__") or len(exponent) != 2:
+        raise ValueError(f"exponent must be a (lo, hi) pair with 1.2 <= lo <= hi <= 10; got {exponent!r}")
     lo, hi = exponent
     if not 1.2 <= lo <= hi <= 10.0:
         raise ValueError(f"exponent must be (lo, hi) with 1.2 <= lo <= hi <= 10; got {exponent!r}")
@@ -405,6 +407,8 @@ def torus(
     if radii is None:
         big, small = rng.uniform(0.6, 0.9), rng.uniform(0.2, 0.35)
     else:
+        if isinstance(radii, (str, bytes)) or not hasattr(radii, "__len__") or len(radii) != 2:
+            raise ValueError(f"radii must be a pair (R, r) with 0 < r < R; got {radii!r}")
         big, small = (check_real("radii[0]", radii[0], low=0.0, low_inclusive=False), check_real("radii[1]", radii[1]))
         if not 0 < small < big:
             raise ValueError(f"radii must be (R, r) with 0 < r < R; got {radii!r}")

@@ -84,7 +84,8 @@ def collate(meshes: Sequence[Mesh], features: Sequence[Any], *, dtype: torch.dty
     Raises
     ------
     ValueError
-        If there are no meshes (an empty data set), or the feature arrays do not match the meshes.
+        If there are no meshes (an empty data set), or the feature arrays do not match the meshes or hold a
+        NaN or an infinity.
     """
     if len(meshes) == 0:
         raise ValueError("meshes is empty: a batch needs at least one mesh (is the data set empty?)")
@@ -99,6 +100,8 @@ def collate(meshes: Sequence[Mesh], features: Sequence[Any], *, dtype: torch.dty
         x = np.asarray(x, dtype=float)
         if x.ndim != 2 or x.shape[0] != m.n_vertices or (d is not None and x.shape[1] != d):
             raise ValueError(f"features[{g}] must have shape ({m.n_vertices}, d) with the same d for all meshes")
+        if not np.isfinite(x).all():
+            raise ValueError(f"features[{g}] must contain only finite values (found NaN or inf)")
         d = x.shape[1]
         e = m.edges()
         s = np.concatenate([e[:, 0], e[:, 1]])

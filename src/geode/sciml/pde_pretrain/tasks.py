@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from geode.core import as_generator, check_int, check_real
+from geode.core.validation import check_tensor
 from geode.sciml.pde_pretrain.mesh import Mesh, curvature, heat_kernel_signature
 from geode.sciml.pde_pretrain.model import GraphBatch, collate
 from geode.sciml.pde_pretrain.solvers import fisher_kpp_rollout, random_smooth_field, screened_poisson
@@ -48,6 +49,21 @@ HKS_TIMES = tuple(np.geomspace(0.01, 4.0, 8))  # fixed for all shapes (unit-size
 KAPPA_SCALE, R_SCALE, INCREMENT_SCALE = 0.04, 1.5, 0.05
 
 
+def _check_range(name: str, value: Any, *, low: float, low_inclusive: bool = True) -> None:
+    """``value`` must be a finite ``(lo, hi)`` pair with ``low <= lo <= hi`` (``low < lo`` unless inclusive)."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
+        raise TypeError(f"{name} must be a (low, high) pair of numbers; got {type(value).__name__} {value!r}")
+    if len(value) != 2:
+        raise ValueError(f"{name} must be a (low, high) pair of numbers; got {len(value)} values")
+    lo = check_real(f"{name}[0]", value[0], low=low, low_inclusive=low_inclusive)
+    check_real(f"{name}[1]", value[1], low=lo)
+
+
+def _check_meshes(meshes: Sequence[Mesh]) -> None:
+    if len(meshes) == 0:
+        raise ValueError("meshes is empty: the data set needs at least one geometry")
+
+
 def node_features(mesh: Mesh, cond: Any = None) -> np.ndarray:
     """``[p, n, c]`` of shape ``(n, 10)``; ``cond`` is ``(n, 4)``, ``(4,)`` (broadcast) or None (zeros)."""
     c = np.zeros((mesh.n_vertices, 4))
@@ -64,6 +80,7 @@ def descriptor_targets(mesh: Mesh, times: Sequence[float] = HKS_TIMES) -> np.nda
 
 def poisson_dataset(meshes: Sequence[Mesh], seed: Any, *, alpha: float = 2.0) -> list[tuple[np.ndarray, np.ndarray]]:
     """One screened-Poisson sample per mesh: ``(features (n, 10), u (n,))`` with a random unit direction w."""
+    _check_meshes(meshes)
     rng = as_generator(seed)
     a = check_real("alpha", alpha, low=0.0, low_inclusive=False)
     out = []
@@ -93,8 +110,12 @@ def kpp_dataset(
 ) -> list[dict[str, Any]]:
     """One Fisher-KPP trajectory per mesh from a random smooth initial condition; kappa and r drawn per trajectory.
 
-    Each entry: ``mesh``, ``kappa``, ``r``, ``states (n_steps + 1, n)``.
+    Each entry: ``mesh``, ``kappa``, ``r``, ``states (n_steps + 1, n)``. ``kappa`` and ``r`` are ``(low, high)``
+    ranges with ``0 < kappa[0]`` and ``0 <= r[0]``.
     """
+    _check_meshes(meshes)
+    _check_range("kappa", kappa, low=0.0, low_inclusive=False)
+    _check_range("r", r, low=0.0)
     rng = as_generator(seed)
     steps = check_int("n_steps", n_steps, low=1)
     out = []
@@ -106,7 +127,9 @@ def kpp_dataset(
 
 
 def kpp_pairs(trajs: Sequence[dict[str, Any]]) -> list[tuple[Mesh, np.ndarray, np.ndarray]]:
-    """All one-step training pairs ``(mesh, features, scaled increment)`` of some trajectories."""
+    """All one-step training pairs ``(mesh, features, scaled increment)`` of some trajectories (at least one)."""
+    if len(trajs) == 0:
+        raise ValueError("trajs is empty: no trajectories to cut into training pairs")
     out = []
     for t in trajs:
         s = t["states"]
@@ -135,6 +158,7 @@ class HeatStream:
         The pre-training geometries.
     dt : float
     kappa : (float, float)
+        The diffusivity range ``(low, high)``, ``0 < low <= high``.
     shuffle_targets : bool
         Negative control: permute each sample's target over its vertices (the right marginals, no physics).
     """
@@ -151,6 +175,7 @@ class HeatStream:
             raise ValueError("meshes is empty: the heat stream needs at least one geometry")
         self.meshes = list(meshes)
         self.dt = check_real("dt", dt, low=0.0, low_inclusive=False)
+        _check_range("kappa", kappa, low=0.0, low_inclusive=False)
         self.kappa = kappa
         self.shuffle_targets = bool(shuffle_targets)
 
@@ -173,7 +198,14 @@ class HeatStream:
 
 
 def relative_errors(pred: torch.Tensor, target: torch.Tensor, g: GraphBatch) -> np.ndarray:
-    """Mass-weighted relative L2 error of each graph, :math:`\\|e\\|_M / \\|u\\|_M`, shape ``(n_graphs,)``."""
+    """Mass-weighted relative L2 error of each graph, :math:`\\|e\\|_M / \\|u\\|_M`, shape ``(n_graphs,)``.
+
+    ``pred`` and ``target`` hold one finite value per node of ``g``: shape ``(N,)`` or ``(N, 1)``.
+    """
+    for name, v in (("pred", pred), ("target", target)):
+        check_tensor(name, v)
+        if v.ndim not in (1, 2) or (v.ndim == 2 and v.shape[1] != 1):
+            raise ValueError(f"{name} must have shape (N,) or (N, 1), one value per node; got {tuple(v.shape)}")
     p, t = pred.detach().reshape(-1).cpu().double(), target.detach().reshape(-1).cpu().double()
     if p.shape != t.shape or p.shape[0] != g.mass.shape[0]:
         raise ValueError(f"pred and target must have one value per node ({g.mass.shape[0]}); got {p.shape}, {t.shape}")

@@ -33,7 +33,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from geode.core.validation import check_choice, check_int, check_positive, check_real
+from geode.core.validation import check_choice, check_int, check_positive, check_real, check_tensor
 from geode.sciml.nets import MLP, check_ensemble, ensemble_input
 from geode.sciml.pinn import check_loss_args
 
@@ -147,7 +147,35 @@ def cauchy_kernel(x: Tensor, centers: Tensor, widths: Tensor, lambda1: Tensor, l
     Returns
     -------
     Tensor, shape (E, n, M)
+
+    Raises
+    ------
+    TypeError, ValueError
+        If an argument is not a finite, non-empty tensor of the shape above (``E`` may be 1 for ``x``).
     """
+    _check_kernel_args(x, centers, widths, lambda1=lambda1, lambda2=lambda2)
+    return _cauchy_kernel(x, centers, widths, lambda1, lambda2)
+
+
+def _check_kernel_args(x: Tensor, centers: Tensor, widths: Tensor, **lambdas: Tensor) -> None:
+    check_tensor("x", x, ndim=3)
+    check_tensor("centers", centers, ndim=3)
+    if centers.shape[-1] != x.shape[-1]:
+        raise ValueError(f"centers must have x's dimension d = {x.shape[-1]}; got shape {tuple(centers.shape)}")
+    check_tensor("widths", widths)
+    if widths.ndim != 2 or tuple(widths.shape) != tuple(centers.shape[:2]):
+        raise ValueError(
+            f"widths must have shape (E, M) = {tuple(centers.shape[:2])}, matching centers "
+            f"{tuple(centers.shape)}; got {tuple(widths.shape)}"
+        )
+    if x.shape[0] not in (1, centers.shape[0]):
+        raise ValueError(f"x must have 1 or E = {centers.shape[0]} members; got shape {tuple(x.shape)}")
+    if lambdas:
+        check_tensor("lambda1", lambdas["lambda1"], shape=tuple(centers.shape))
+        check_tensor("lambda2", lambdas["lambda2"], shape=tuple(centers.shape[:2]))
+
+
+def _cauchy_kernel(x: Tensor, centers: Tensor, widths: Tensor, lambda1: Tensor, lambda2: Tensor) -> Tensor:
     d2 = (widths * widths).unsqueeze(1)
     if x.shape[-1] == 1:  # 1-D fast path: no reductions over a singleton axis (fewer ops in double backward)
         diff = x - centers[..., 0].unsqueeze(1)  # (E, n, M)
@@ -159,7 +187,16 @@ def cauchy_kernel(x: Tensor, centers: Tensor, widths: Tensor, lambda1: Tensor, l
 
 
 def gaussian_kernel(x: Tensor, centers: Tensor, widths: Tensor) -> Tensor:
-    """Gaussian RBF node kernels :math:`G_m(x) = \\exp(-\\lVert x-\\mu_m\\rVert^2/(2 d_m^2))`, shape (E, n, M)."""
+    """Gaussian RBF node kernels :math:`G_m(x) = \\exp(-\\lVert x-\\mu_m\\rVert^2/(2 d_m^2))`, shape (E, n, M).
+
+    ``x`` (E, n, d), ``centers`` (E, M, d), ``widths`` (E, M): finite, non-empty tensors (``E`` may be 1 for ``x``),
+    else a ``TypeError``/``ValueError`` naming the argument.
+    """
+    _check_kernel_args(x, centers, widths)
+    return _gaussian_kernel(x, centers, widths)
+
+
+def _gaussian_kernel(x: Tensor, centers: Tensor, widths: Tensor) -> Tensor:
     if x.shape[-1] == 1:
         diff = x - centers[..., 0].unsqueeze(1)  # (E, n, M)
         return torch.exp(-0.5 * diff * diff / (widths * widths).unsqueeze(1))
@@ -281,11 +318,11 @@ class ResidualCAN(nn.Module):
             return t.unsqueeze(0) if single else t
 
         if self.node == "cauchy":
-            k = cauchy_kernel(
+            k = _cauchy_kernel(
                 xs, stacked(self.centers), stacked(self.widths), stacked(self.lambda1), stacked(self.lambda2)
             )
         else:
-            k = gaussian_kernel(xs, stacked(self.centers), stacked(self.widths))
+            k = _gaussian_kernel(xs, stacked(self.centers), stacked(self.widths))
         w = torch.softmax(stacked(self.logits), dim=-1)
         out = torch.einsum("enm,em,emo->eno", k, w, stacked(self.amplitudes))
         return out.reshape(*lead, self.out_dim)

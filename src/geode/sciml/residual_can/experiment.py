@@ -54,7 +54,11 @@ def make_architecture(
     - ``ResidualCAN-RBF``: the same with Gaussian nodes (449);
     - ``SIREN``: ``[1, 32, 32, 1]``, :math:`\\omega_0` = ``omega0`` (1153);
     - ``Fourier-MLP``: 16 random Fourier features (:math:`\\sigma` = ``sigma``) into a SiLU ``[32, 32, 32, 1]`` (2145).
+
+    ``omega0`` and ``sigma`` must be positive and finite whichever architecture uses them.
     """
+    check_positive("omega0", omega0)
+    check_positive("sigma", sigma)
     if name == "SiLU-MLP":
         return MLP([1, 32, 32, 1], "silu", ensemble=ensemble, seed=seed)
     if name == "CauchyAct-MLP":

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from geode.core import sign_fixed_qr
+from geode.core import check_real, sign_fixed_qr
 from geode.vision3d.lievlm.router import AdditiveFusion, ConcatFusion, LieRouter, MLPFusion, so3_exp
 
 __all__ = ["FUSIONS", "PoseDriftModel", "PoseDriftWorld", "make_pose_drift_world", "sample_pose_drift"]
@@ -70,6 +70,8 @@ def make_pose_drift_world(
     for k, v in (("n_classes", n_classes), ("n_triplets", n_triplets), ("n_objects", n_objects)):
         if not isinstance(v, int) or v < 2:
             raise ValueError(f"{k} must be an int >= 2; got {v!r}")
+    for k, v in (("class_noise", class_noise), ("token_noise", token_noise), ("geo_noise", geo_noise)):
+        check_real(k, v, low=0.0)
     rng = np.random.default_rng(seed)
     d = 3 * n_triplets
     protos = rng.normal(size=(n_classes, d))
@@ -87,6 +89,8 @@ def sample_pose_drift(
 
     Returns a dict with ``v``, ``g``, ``y`` (the class of the nearest object) and ``angle`` (degrees).
     """
+    if isinstance(angle_deg, (str, bytes)) or not hasattr(angle_deg, "__len__") or len(angle_deg) != 2:
+        raise ValueError(f"angle_deg must be a (lo, hi) pair with 0 <= lo <= hi <= 180; got {angle_deg!r}")
     lo, hi = angle_deg
     if not 0 <= lo <= hi <= 180:
         raise ValueError(f"angle_deg must be (lo, hi) with 0 <= lo <= hi <= 180; got {angle_deg!r}")

@@ -26,10 +26,11 @@ mapped image centres, so as little as possible is cropped.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from geode.core import check_array
+from geode.core import check_array, check_real
 from geode.vision3d.virtualrect.scene import rotation_from_vector
 
 __all__ = [
@@ -125,8 +126,15 @@ def _apply(hm: np.ndarray, pts: np.ndarray) -> np.ndarray:
     return p[:, :2] / p[:, 2:3]
 
 
+def _as_float(name: str, value: Any) -> np.ndarray:
+    try:
+        return np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be an array of numbers; got {type(value).__name__}") from None
+
+
 def _check_k(K: np.ndarray) -> np.ndarray:
-    K = np.asarray(K, dtype=float)
+    K = _as_float("K", K)
     if K.shape != (3, 3) or not np.all(np.isfinite(K)) or K[0, 0] <= 0 or K[1, 1] <= 0 or K[2, 2] != 1:
         raise ValueError("K must be a finite 3x3 intrinsic matrix with positive focal lengths and K[2, 2] == 1")
     return K
@@ -142,17 +150,19 @@ def _check_size(image_size) -> tuple[int, int]:
     return w, h
 
 
-def _check_pose(R: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    R = np.asarray(R, dtype=float)
-    t = np.asarray(t, dtype=float).reshape(-1)
+def _check_pose(R: np.ndarray, t: np.ndarray, r_name: str = "R", t_name: str = "t") -> tuple[np.ndarray, np.ndarray]:
+    """``R`` a finite rotation, ``t`` a finite non-zero 3-vector of shape (3,), (3, 1) or (1, 3)."""
+    R = _as_float(r_name, R)
+    t = _as_float(t_name, t)
     if R.shape != (3, 3) or not np.all(np.isfinite(R)):
-        raise ValueError("R must be a finite 3x3 rotation matrix")
+        raise ValueError(f"{r_name} must be a finite 3x3 rotation matrix; got shape {R.shape}")
     if np.abs(R.T @ R - np.eye(3)).max() > 1e-6 or np.linalg.det(R) < 0:
-        raise ValueError("R must be a rotation (R^T R = I within 1e-6 and det R = +1)")
-    if t.shape != (3,) or not np.all(np.isfinite(t)):
-        raise ValueError("t must be a finite 3-vector")
+        raise ValueError(f"{r_name} must be a rotation (R^T R = I within 1e-6 and det R = +1)")
+    if t.shape not in ((3,), (3, 1), (1, 3)) or not np.all(np.isfinite(t)):
+        raise ValueError(f"{t_name} must be a finite 3-vector, shape (3,), (3, 1) or (1, 3); got shape {t.shape}")
+    t = t.reshape(-1)
     if np.linalg.norm(t) < 1e-9:
-        raise ValueError("degenerate pose: the baseline t has zero length, a stereo rig needs two centres")
+        raise ValueError(f"degenerate pose: the baseline {t_name} has zero length, a stereo rig needs two centres")
     return R, t
 
 
@@ -260,8 +270,8 @@ def virtual_stereo_camera(
 
 
 def _check_matches(pts_l, pts_r, min_n: int) -> tuple[np.ndarray, np.ndarray]:
-    pl = np.asarray(pts_l, dtype=float)
-    pr = np.asarray(pts_r, dtype=float)
+    pl = _as_float("pts_left", pts_l)
+    pr = _as_float("pts_right", pts_r)
     if pl.ndim != 2 or pl.shape[1] != 2 or pr.shape != pl.shape:
         raise ValueError(f"pts_left and pts_right must both be (n, 2) arrays; got {pl.shape} and {pr.shape}")
     if not (np.all(np.isfinite(pl)) and np.all(np.isfinite(pr))):
@@ -320,12 +330,10 @@ class VirtualRect:
         dof: int = 3,
     ) -> None:
         self.K = _check_k(K)
-        self.R_cal, self.t_cal = _check_pose(R_cal, t_cal)
+        self.R_cal, self.t_cal = _check_pose(R_cal, t_cal, "R_cal", "t_cal")
         self.size = _check_size(image_size)
-        if not np.isfinite(loss_scale) or loss_scale <= 0:
-            raise ValueError(f"loss_scale must be a finite number > 0 (pixels); got {loss_scale!r}")
-        if not np.isfinite(prior_weight) or prior_weight < 0:
-            raise ValueError(f"prior_weight must be a finite number >= 0; got {prior_weight!r}")
+        check_real("loss_scale", loss_scale, low=0.0, low_inclusive=False)
+        check_real("prior_weight", prior_weight, low=0.0)
         if not isinstance(iters, (int, np.integer)) or iters < 1:
             raise ValueError(f"iters must be an int >= 1; got {iters!r}")
         if dof not in (3, 5):
@@ -441,8 +449,7 @@ def hartley_rectification(
     methods = {"ransac": cv2.FM_RANSAC, "magsac": cv2.USAC_MAGSAC, "lmeds": cv2.FM_LMEDS}
     if method not in methods:
         raise ValueError(f"method must be one of {sorted(methods)}; got {method!r}")
-    if not threshold > 0:
-        raise ValueError(f"threshold must be > 0 (pixels); got {threshold!r}")
+    check_real("threshold", threshold, low=0.0, low_inclusive=False)
     pl, pr = _check_matches(pts_left, pts_right, 8)
     w, h = _check_size(image_size)
     F, mask = cv2.findFundamentalMat(pl, pr, methods[method], threshold, 0.999, 5000)
@@ -476,6 +483,8 @@ def essential_rectification(
     methods = {"ransac": cv2.RANSAC, "magsac": cv2.USAC_MAGSAC, "lmeds": cv2.LMEDS}
     if method not in methods:
         raise ValueError(f"method must be one of {sorted(methods)}; got {method!r}")
+    check_real("threshold", threshold, low=0.0, low_inclusive=False)
+    check_real("baseline", baseline, low=0.0, low_inclusive=False)
     pl, pr = _check_matches(pts_left, pts_right, 8)
     K = _check_k(K)
     E, mask = cv2.findEssentialMat(pl, pr, K, methods[method], 0.999, threshold)
