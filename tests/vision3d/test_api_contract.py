@@ -57,7 +57,52 @@ def _virtual_rect_fit(pts_left, pts_right):
     return vision3d.VirtualRect(_K, np.eye(3), _T_CAL, _SIZE, iters=3).fit(pts_left, pts_right)
 
 
-METHODS = {"VirtualRect.fit": _virtual_rect_fit}
+def _gard_parts(seed=0):
+    torch.manual_seed(seed)
+    rec = vision3d.MultiViewReconstructor((8, 8), patch=4, dim=8, heads=2, early=1, late=1)
+    den = vision3d.GARDDenoiser(8, rec.n_tokens, hidden=8, depth=2, heads=2)
+    return rec, den
+
+
+def _gard_restore(degraded):
+    rec, den = _gard_parts()
+    return vision3d.GARDRestorer(rec, den, steps=2).restore(degraded, torch.Generator().manual_seed(0))
+
+
+def _velocity(x, t):
+    return -x
+
+
+def _align_call():
+    pts = torch.rand(1, 2, 4, 3) + torch.tensor([0.0, 0.0, 2.0])
+    tgt, mask = vision3d.correspondence_targets(pts, (2, 2))
+    att = torch.softmax(_t(1, 8, 8), -1)
+    return (att, tgt, mask, 2), {}
+
+
+def _lie_forward(v, g):
+    torch.manual_seed(0)
+    return vision3d.LieRouter(6, 3, n_triplets=2, hidden=8)(v, g)
+
+
+def _fusion_forward(kind):
+    def forward(v, g):
+        torch.manual_seed(0)
+        return getattr(vision3d, kind)(6, 3, hidden=8)(v, g)
+
+    return forward
+
+
+def _scene():
+    return vision3d.render_stereo_scene(0, width=32, height=32, n_boxes=1, n_spheres=1)
+
+
+METHODS = {
+    "VirtualRect.fit": _virtual_rect_fit,
+    "GARDRestorer.restore": _gard_restore,
+    "LieRouter.forward": _lie_forward,
+    **{f"{k}.forward": _fusion_forward(k) for k in ("AdditiveFusion", "ConcatFusion", "MLPFusion")},
+}
 
 CALLS = {  # -> (args, kwargs), built fresh each time
     # bridge_ad
@@ -93,6 +138,45 @@ CALLS = {  # -> (args, kwargs), built fresh each time
     "make_pose_drift_world": lambda: ((0,), {"class_noise": 0.3, "token_noise": 0.1, "geo_noise": 0.02}),
     "sample_pose_drift": lambda: ((_world(), 4, (0.0, 30.0), 0), {}),
     "virtual_stereo_camera": lambda: ((_K, np.eye(3), _T_CAL, _SIZE), {}),
+    # bridge_ad torch pieces
+    "coral_loss": lambda: ((_t(6, 3), _t(5, 3, seed=1)), {}),
+    "grad_reverse": lambda: ((_t(4, 3),), {"lam": 0.5}),
+    "gram_structure": lambda: ((_t(2, 3, 2, 2),), {}),
+    # gard
+    "GARDRestorer": lambda: (_gard_parts(), {"noise_lvl": 0.3, "align_tau": 0.01, "cycle_threshold": 1.5}),
+    "GARDRestorer.restore": lambda: ((torch.rand(1, 2, 3, 8, 8),), {}),
+    "attention_alignment_loss": _align_call,
+    "correspondence_targets": lambda: ((torch.rand(1, 2, 4, 3) + 2.0, (2, 2)), {"tau": 0.01, "cycle_threshold": 1.5}),
+    "degrade_views": lambda: ((np.random.default_rng(0).uniform(size=(1, 2, 3, 8, 8)),), {"severity": 1.0}),
+    "euler_flow": lambda: ((_velocity, _t(2, 3), 2), {}),
+    "flow_interpolant": lambda: ((_t(2, 3), _t(2, 3, seed=1), torch.tensor([0.2, 0.7])), {}),
+    "patch_points": lambda: ((torch.rand(1, 2, 4, 4) + 1.0, torch.tensor([[0.0, 0.5]]), 8.0, 2), {}),
+    "sample_flow_times": lambda: ((3, torch.Generator().manual_seed(0)), {"mu": 0.0, "sigma": 1.0, "shift": 1.0}),
+    # lievlm
+    **{
+        f"{k}.forward": lambda: ((_t(2, 6), _t(2, 3, seed=1)), {})
+        for k in ("LieRouter", "AdditiveFusion", "ConcatFusion", "MLPFusion")
+    },
+    "so3_exp": lambda: ((_t(4, 3),), {}),
+    "so3_hat": lambda: ((_t(4, 3),), {}),
+    # virtualrect
+    "render_stereo_scene": lambda: (
+        (0,),
+        {
+            "width": 32,
+            "height": 32,
+            "focal": 28.0,
+            "baseline": 0.4,
+            "drift_deg": 1.0,
+            "baseline_drift": 0.02,
+            "n_boxes": 1,
+            "n_spheres": 1,
+        },
+    ),
+    "sample_matches": lambda: (
+        (_scene(), 8, 0),
+        {"noise_px": 0.3, "outlier_frac": 0.1, "region": (0.0, 0.0, 1.0, 1.0)},
+    ),
 }
 NOT_CALLED = {
     "DRIVING_DOMAINS": "a constant (tuple of names)",
@@ -103,29 +187,35 @@ NOT_CALLED = {
     "PoseDriftWorld": "a record built by make_pose_drift_world, which validates",
     "StereoRectification": "a result record built by virtual_stereo_camera / VirtualRect.fit / *_rectification",
     "StereoScene": "a result record built by render_stereo_scene, which validates",
-    **{
-        n: "not yet covered (issue 51 follow-up)"
-        for n in (
-            "GARDRestorer",
-            "attention_alignment_loss",
-            "correspondence_targets",
-            "degrade_views",
-            "euler_flow",
-            "flow_interpolant",
-            "patch_points",
-            "render_stereo_scene",
-            "sample_matches",
-            "coral_loss",
-            "grad_reverse",
-            "gram_structure",
-            "sample_flow_times",
-            "so3_exp",
-            "so3_hat",
-        )
-    },
 }
+_PER_STEP = "a per-step torch function/forward: types and shapes checked, NaN propagates like torch's own layers"
+
+
+def _nan_inf(*names):
+    return {(n, k): _PER_STEP for n in names for k in ("nan", "inf")}
+
+
 OK: dict[str, dict[tuple[str, str], str]] = {
     "rotation_from_vector": {("w", "wrong shape"): "any array of three numbers is a rotation vector (documented)"},
+    **{f"{k}.forward": _nan_inf("v", "g") for k in ("LieRouter", "AdditiveFusion", "ConcatFusion", "MLPFusion")},
+    "attention_alignment_loss": _nan_inf("attention", "targets"),
+    "coral_loss": _nan_inf("a", "b"),
+    "flow_interpolant": _nan_inf("x0", "x1", "t"),
+    "gram_structure": _nan_inf("feat"),
+    "euler_flow": {
+        **_nan_inf("x0"),
+        ("x0", "empty"): "an empty batch gives an empty result (documented)",
+        ("x0", "wrong shape"): "x0 may have any shape whose first axis is the batch (documented)",
+    },
+    "grad_reverse": {
+        **_nan_inf("x"),
+        ("x", "empty"): "the identity on any tensor: an empty one gives an empty output (documented)",
+        ("x", "wrong shape"): "the identity on a tensor of any shape (documented)",
+    },
+    **{
+        k: {**_nan_inf("w"), ("w", "empty"): "an empty batch of rotation vectors gives an empty output (documented)"}
+        for k in ("so3_exp", "so3_hat")
+    },
 }
 
 
@@ -174,3 +264,29 @@ def test_audit_make_pose_drift_world_noise_args():
 def test_audit_sample_pose_drift_empty_angle_deg():
     with pytest.raises(ValueError, match="angle_deg"):
         vision3d.sample_pose_drift(_world(), 4, (), 0)
+
+
+def test_audit_correspondence_targets_cycle_threshold_and_grid():
+    pts = torch.rand(1, 2, 4, 3) + 2.0
+    # NaN compared False everywhere: every row was silently masked out (and inf let every row count)
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="cycle_threshold"):
+            vision3d.correspondence_targets(pts, (2, 2), cycle_threshold=bad)
+    with pytest.raises(ValueError, match="grid"):  # was an IndexError
+        vision3d.correspondence_targets(pts, ())
+    # a valid call keeps its result, the same as the training step's unchecked twin
+    from geode.vision3d.gard.restorer import _correspondence_targets
+
+    t, m = vision3d.correspondence_targets(pts, (2, 2), tau=0.01, cycle_threshold=1.5)
+    t2, m2 = _correspondence_targets(pts, (2, 2), 0.01, 1.5)
+    assert torch.equal(t, t2) and torch.equal(m, m2)
+
+
+def test_audit_patch_points_non_finite_focal():
+    depth, cam_x = torch.rand(1, 2, 4, 4) + 1.0, torch.tensor([[0.0, 0.5]])
+    # inf focal put every patch on the optical axis (x = cam_x, y = 0) without an error
+    for bad in (float("nan"), float("inf"), 0.0):
+        with pytest.raises(ValueError, match="focal"):
+            vision3d.patch_points(depth, cam_x, bad, 2)
+    with pytest.raises(ValueError, match="patch"):
+        vision3d.patch_points(depth, cam_x, 8.0, 3)

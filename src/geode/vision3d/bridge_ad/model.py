@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from geode.core import check_real
+from geode.core.validation import check_tensor
 
 __all__ = [
     "DomainDiscriminator",
@@ -54,7 +55,12 @@ class GradientReversal(torch.autograd.Function):
 
 
 def grad_reverse(x: torch.Tensor, lam: float = 1.0) -> torch.Tensor:
-    """Gradient reversal: ``x`` forward, ``-lam * grad`` backward (``lam >= 0``)."""
+    """Gradient reversal: ``x`` forward, ``-lam * grad`` backward (``lam >= 0``).
+
+    ``x`` may have any shape (an empty tensor gives an empty output); a per-step layer, it checks only that ``x``
+    is a tensor: NaN propagates like torch's own layers.
+    """
+    check_tensor("x", x, finite=False, nonempty=False)
     lam = check_real("lam", lam, low=0.0)
     return GradientReversal.apply(x, lam)
 
@@ -67,11 +73,17 @@ def progressive_lambda(p: float, gamma: float = 10.0) -> float:
 
 
 def coral_loss(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """CORAL: squared Frobenius distance of the two feature covariances over ``4 d^2`` (Sun & Saenko 2016)."""
-    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
+    """CORAL: squared Frobenius distance of the two feature covariances over ``4 d^2`` (Sun & Saenko 2016).
+
+    A per-step loss: shapes are checked, values are not (NaN propagates like torch's own layers).
+    """
+    check_tensor("a", a, ndim=2, finite=False, nonempty=False)
+    check_tensor("b", b, ndim=2, finite=False, nonempty=False)
+    if a.shape[1] != b.shape[1]:
         raise ValueError(f"a and b must be (n, d) with the same d; got {tuple(a.shape)} and {tuple(b.shape)}")
-    if a.shape[0] < 2 or b.shape[0] < 2:
-        raise ValueError("coral_loss needs at least 2 samples per domain")
+    for name, x in (("a", a), ("b", b)):
+        if x.shape[0] < 2:
+            raise ValueError(f"{name} needs at least 2 samples (coral_loss); got shape {tuple(x.shape)}")
     d = a.shape[1]
     ca, cb = torch.cov(a.T), torch.cov(b.T)
     return (ca - cb).pow(2).sum() / (4 * d * d)
@@ -81,8 +93,10 @@ def gram_structure(feat: torch.Tensor) -> torch.Tensor:
     """Spatial self-similarity of a feature map: cosine similarities of all position pairs, ``(B, P, P)``.
 
     Invariant to a per-channel-consistent rescaling of the features, it describes *where* similar content
-    lies (scene structure) rather than what it looks like.
+    lies (scene structure) rather than what it looks like. A per-step function: shapes are checked, values are
+    not (NaN propagates like torch's own layers).
     """
+    check_tensor("feat", feat, finite=False)
     if feat.ndim != 4:
         raise ValueError(f"feat must be (B, C, H, W); got {tuple(feat.shape)}")
     f = nn.functional.normalize(feat.flatten(2), dim=1)  # (B, C, P), unit vector per position

@@ -33,6 +33,7 @@ import torch
 from torch import nn
 
 from geode.core import check_int, check_real
+from geode.core.validation import check_finite, check_tensor
 from geode.vision3d.gard.model import FeatureDecoder, GARDDenoiser, MultiViewReconstructor, check_views
 
 __all__ = [
@@ -49,8 +50,11 @@ __all__ = [
 def flow_interpolant(x0: torch.Tensor, x1: torch.Tensor, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The linear path :math:`x_t = t x_1 + (1 - t) x_0` and its velocity :math:`u_t = x_1 - x_0`.
 
-    ``t`` has one entry per leading-axis element of ``x0``/``x1`` (or is a scalar).
+    ``t`` has one entry per leading-axis element of ``x0``/``x1`` (or is a scalar). A per-step function: types and
+    shapes are checked, values are not (NaN propagates like torch's own layers).
     """
+    check_tensor("x0", x0, finite=False)
+    check_tensor("x1", x1, finite=False)
     if x0.shape != x1.shape:
         raise ValueError(f"x0 and x1 must have the same shape; got {tuple(x0.shape)} and {tuple(x1.shape)}")
     t = torch.as_tensor(t, dtype=x0.dtype)
@@ -73,6 +77,7 @@ def sample_flow_times(
 ) -> torch.Tensor:
     """Logit-normal flow times in (0, 1) with the resolution shift ``t -> s t / (1 + (s - 1) t)`` (s >= 1)."""
     n = check_int("n", n, low=1)
+    check_real("mu", mu)
     sigma = check_real("sigma", sigma, low=0.0, low_inclusive=False)
     shift = check_real("shift", shift, low=1.0)
     t = torch.sigmoid(mu + sigma * torch.randn(n, generator=generator, device=device)).clamp(0.0, 1 - 1e-3)
@@ -82,7 +87,16 @@ def sample_flow_times(
 def euler_flow(
     velocity: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], x0: torch.Tensor, steps: int
 ) -> torch.Tensor:
-    """Integrate x' = v(x, t) from t = 0 to 1 with ``steps`` Euler steps; returns x at t = 1."""
+    """Integrate x' = v(x, t) from t = 0 to 1 with ``steps`` Euler steps; returns x at t = 1.
+
+    ``x0`` is a tensor of any shape whose first axis is the batch (``t`` has one entry per batch element; an empty
+    batch gives an empty result). Its values are not checked: NaN propagates like torch's own layers.
+    """
+    check_tensor("x0", x0, finite=False, nonempty=False)
+    if not callable(velocity):
+        raise TypeError(f"velocity must be callable v(x, t); got {type(velocity).__name__}")
+    if x0.ndim == 0:
+        raise ValueError("x0 must have a batch axis; got a 0-d tensor")
     steps = check_int("steps", steps, low=1)
     x = x0
     dt = 1.0 / steps
@@ -96,10 +110,21 @@ def patch_points(depth: torch.Tensor, cam_x: torch.Tensor, focal: float, patch: 
     """World points ``(B, V, N, 3)`` of patch centres, from per-pixel depth of laterally translated cameras.
 
     Each patch's point is the centre ray of the patch at the patch's mean depth; camera ``j`` of scene ``b``
-    sits at ``(cam_x[b, j], 0, 0)`` looking along +z (the scene generator's rig).
+    sits at ``(cam_x[b, j], 0, 0)`` looking along +z (the scene generator's rig). ``depth`` and ``cam_x`` must be
+    finite, ``focal`` a finite number > 0 and ``patch`` an int >= 1 that divides H and W.
     """
-    if depth.ndim != 4:
-        raise ValueError(f"depth must have shape (B, V, H, W); got {tuple(depth.shape)}")
+    check_tensor("depth", depth, ndim=4, floating=True)
+    b, v, h, w = depth.shape
+    check_tensor("cam_x", cam_x, shape=(b, v))
+    check_real("focal", focal, low=0.0, low_inclusive=False)
+    patch = check_int("patch", patch, low=1)
+    if h % patch or w % patch:
+        raise ValueError(f"patch {patch} must divide the depth map's H and W; got {(h, w)}")
+    return _patch_points(depth, cam_x, focal, patch)
+
+
+def _patch_points(depth: torch.Tensor, cam_x: torch.Tensor, focal: float, patch: int) -> torch.Tensor:
+    """:func:`patch_points` without the checks (the training step's caller has validated its inputs)."""
     b, v, h, w = depth.shape
     if cam_x.shape != (b, v):
         raise ValueError(f"cam_x must have shape ({b}, {v}); got {tuple(cam_x.shape)}")
@@ -137,7 +162,21 @@ def correspondence_targets(
     mask : tensor (B, V, V, N) of bool
         Rows that count (cycle-consistent and i != j).
     """
+    check_tensor("points", points, shape=(None, None, None, 3), floating=True)
+    if not isinstance(grid, (tuple, list)) or len(grid) != 2:
+        raise ValueError(f"grid must be a pair (h, w) of ints; got {grid!r}")
+    grid = (check_int("grid[0]", grid[0], low=1), check_int("grid[1]", grid[1], low=1))
+    if grid[0] * grid[1] != points.shape[2]:
+        raise ValueError(f"grid {grid} does not hold the {points.shape[2]} patches of points")
     tau = check_real("tau", tau, low=0.0, low_inclusive=False)
+    cycle_threshold = check_real("cycle_threshold", cycle_threshold, low=0.0)
+    return _correspondence_targets(points, grid, tau, cycle_threshold)
+
+
+def _correspondence_targets(
+    points: torch.Tensor, grid: tuple[int, int], tau: float, cycle_threshold: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`correspondence_targets` without the checks (the training step's caller has validated its inputs)."""
     b, v, n, _ = points.shape
     if grid[0] * grid[1] != n:
         raise ValueError(f"grid {grid} does not hold {n} patches")
@@ -161,9 +200,18 @@ def attention_alignment_loss(
 
     ``attention`` is ``(B, V N, V N)`` (head-averaged, rows of the queries); the block of query view i and key
     view j is renormalised over its keys and scored against ``targets[:, i, j]`` on the rows of ``mask``.
-    Returns 0 when no row counts.
+    Returns 0 when no row counts. A per-step loss: types and shapes are checked, values are not (NaN propagates
+    like torch's own layers).
     """
+    n_views = check_int("n_views", n_views, low=1)
+    check_tensor("attention", attention, ndim=3, finite=False)
     b, length, _ = attention.shape
+    if attention.shape[2] != length or length % n_views:
+        raise ValueError(f"attention must be (B, V N, V N) with V = n_views = {n_views}; got {tuple(attention.shape)}")
+    n = length // n_views
+    check_tensor("targets", targets, shape=(b, n_views, n_views, n, n), finite=False)
+    check_tensor("mask", mask, shape=(b, n_views, n_views, n), finite=False)
+    check_real("eps", eps, low=0.0)
     if length % n_views:
         raise ValueError(f"attention length {length} is not a multiple of n_views {n_views}")
     n = length // n_views
@@ -256,13 +304,11 @@ class GARDRestorer(nn.Module):
         """Targets and mask of the alignment loss from the frozen reconstructor's depth of the clean views."""
         hq = check_views(clean, name="clean", patch=self.patch)
         cam = torch.as_tensor(cam_x, dtype=hq.dtype)
-        pts = patch_points(
+        pts = _patch_points(
             self.reconstructor(hq), cam, check_real("focal", focal, low=0.0, low_inclusive=False), self.patch
         )
         h, w = self.reconstructor.image_size
-        return correspondence_targets(
-            pts, (h // self.patch, w // self.patch), tau=self.align_tau, cycle_threshold=self.cycle_threshold
-        )
+        return _correspondence_targets(pts, (h // self.patch, w // self.patch), self.align_tau, self.cycle_threshold)
 
     def loss(
         self,
@@ -330,6 +376,9 @@ class GARDRestorer(nn.Module):
     def restore_features(self, degraded: Any, generator: torch.Generator | None = None) -> torch.Tensor:
         """Restored feature tokens ``(B, V, N, D)``: Euler integration of the learned flow from the LQ features."""
         lq = check_views(degraded, name="degraded", patch=self.patch)
+        if lq.shape[0] == 0:
+            raise ValueError(f"degraded must hold at least one scene; got shape {tuple(lq.shape)}")
+        check_finite("degraded", lq)
         zc = self.reconstructor.features(lq)
         x0 = (
             self.noise_lvl * torch.randn(zc.shape, generator=generator, device=zc.device) + zc

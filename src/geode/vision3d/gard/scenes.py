@@ -182,6 +182,12 @@ def degrade_views(
     x = np.asarray(images)
     if x.ndim != 5 or x.shape[2] != 3:
         raise ValueError(f"images must have shape (scenes, views, 3, H, W); got {x.shape}")
+    if x.size == 0:
+        raise ValueError(f"images must not be empty; got shape {x.shape}")
+    if not np.issubdtype(x.dtype, np.number):
+        raise TypeError(f"images must be numeric; got dtype {x.dtype}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("images must contain only finite values (found NaN or inf)")
     if kind is not None:
         check_choice("kind", kind, DEGRADATIONS)
     sev = check_real("severity", severity, low=0.0, low_inclusive=False)

@@ -17,12 +17,18 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from geode.core.validation import check_tensor
+
 __all__ = ["AdditiveFusion", "ConcatFusion", "LieRouter", "MLPFusion", "so3_exp", "so3_hat"]
 
 
 def so3_hat(w: torch.Tensor) -> torch.Tensor:
-    """The skew-symmetric matrix ``[w]_x`` of rotation vectors ``w`` (..., 3) -> (..., 3, 3)."""
-    if w.shape[-1] != 3:
+    """The skew-symmetric matrix ``[w]_x`` of rotation vectors ``w`` (..., 3) -> (..., 3, 3).
+
+    An empty batch gives an empty output; values are not checked (NaN propagates like torch's own layers).
+    """
+    check_tensor("w", w, finite=False, nonempty=False)
+    if w.ndim == 0 or w.shape[-1] != 3:
         raise ValueError(f"w must have a last dimension of 3; got shape {tuple(w.shape)}")
     z = torch.zeros_like(w[..., 0])
     return torch.stack(
@@ -40,6 +46,7 @@ def so3_exp(w: torch.Tensor) -> torch.Tensor:
 
     ``exp([w]_x) = I + A(t) [w]_x + B(t) [w]_x^2`` with ``t = |w|``, ``A = sin t / t``, ``B = (1 - cos t) / t^2``,
     both evaluated by their Taylor series for ``t < 1e-3`` so the gradient is finite at the identity.
+    An empty batch gives an empty output; values are not checked (NaN propagates like torch's own layers).
     """
     K = so3_hat(w)
     t2 = (w * w).sum(-1)
@@ -65,6 +72,9 @@ def _check_dims(**dims: int) -> None:
 
 
 def _check_inputs(v: torch.Tensor, g: torch.Tensor, d_vis: int, d_geo: int) -> None:
+    # per-step forwards: types and shapes only, no scan of the values (NaN propagates like torch's own layers)
+    check_tensor("v", v, finite=False, nonempty=False)
+    check_tensor("g", g, finite=False, nonempty=False)
     if v.shape[-1] != d_vis:
         raise ValueError(f"v must have last dimension d_vis={d_vis}; got shape {tuple(v.shape)}")
     if g.shape[-1] != d_geo:
@@ -77,6 +87,9 @@ def _check_inputs(v: torch.Tensor, g: torch.Tensor, d_vis: int, d_geo: int) -> N
 
 class LieRouter(nn.Module):
     """Geometry-conditioned Lie routing of visual tokens (the LieVLM block).
+
+    Its forward checks the types and shapes of ``v`` and ``g``, not their values: NaN propagates like torch's own
+    layers.
 
     Parameters
     ----------
@@ -150,7 +163,11 @@ class LieRouter(nn.Module):
 
 
 class AdditiveFusion(nn.Module):
-    """Additive geometry fusion (VG-LLM style): ``out = v + W_o MLP(g)``, ``W_o`` zero-initialised."""
+    """Additive geometry fusion (VG-LLM style): ``out = v + W_o MLP(g)``, ``W_o`` zero-initialised.
+
+    Its forward checks the types and shapes of ``v`` and ``g``, not their values: NaN propagates like torch's own
+    layers.
+    """
 
     def __init__(self, d_vis: int, d_geo: int, hidden: int = 64) -> None:
         super().__init__()
@@ -167,7 +184,11 @@ class AdditiveFusion(nn.Module):
 
 
 class MLPFusion(nn.Module):
-    """Channel-concatenation fusion through an MLP: ``out = v + W_o MLP([v, g])`` (a generic nonlinear fuser)."""
+    """Channel-concatenation fusion through an MLP: ``out = v + W_o MLP([v, g])`` (a generic nonlinear fuser).
+
+    Its forward checks the types and shapes of ``v`` and ``g``, not their values: NaN propagates like torch's own
+    layers.
+    """
 
     def __init__(self, d_vis: int, d_geo: int, hidden: int = 64) -> None:
         super().__init__()
@@ -184,7 +205,11 @@ class MLPFusion(nn.Module):
 
 
 class ConcatFusion(nn.Module):
-    """Geometry as additional tokens: the sequence ``[v_1..v_n, W g_1..W g_n]`` (n -> 2n tokens) for the LM."""
+    """Geometry as additional tokens: the sequence ``[v_1..v_n, W g_1..W g_n]`` (n -> 2n tokens) for the LM.
+
+    Its forward checks the types and shapes of ``v`` and ``g``, not their values: NaN propagates like torch's own
+    layers.
+    """
 
     def __init__(self, d_vis: int, d_geo: int, hidden: int = 64) -> None:
         super().__init__()

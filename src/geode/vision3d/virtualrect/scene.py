@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from geode.core import check_array
+from geode.core import check_array, check_real
 
 __all__ = ["StereoScene", "render_stereo_scene", "rotation_from_vector", "sample_matches"]
 
@@ -203,12 +203,10 @@ def render_stereo_scene(
     for name, val in (("width", width), ("height", height)):
         if not isinstance(val, (int, np.integer)) or val < 32:
             raise ValueError(f"{name} must be an int >= 32; got {val!r}")
-    for name, val in (("focal", focal), ("baseline", baseline)):
-        if not np.isfinite(val) or val <= 0:
-            raise ValueError(f"{name} must be a finite number > 0; got {val!r}")
+    for name, val in (("focal", focal), ("baseline", baseline)):  # checked only: the values are used as given
+        check_real(name, val, low=0.0, low_inclusive=False)
     for name, val in (("drift_deg", drift_deg), ("baseline_drift", baseline_drift)):
-        if not np.isfinite(val) or val < 0:
-            raise ValueError(f"{name} must be a finite number >= 0; got {val!r}")
+        check_real(name, val, low=0.0)
     if n_boxes < 0 or n_spheres < 0:
         raise ValueError(f"n_boxes and n_spheres must be >= 0; got {n_boxes}, {n_spheres}")
     rng = np.random.default_rng(seed)
@@ -293,10 +291,12 @@ def sample_matches(
     """
     if not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"n must be an int >= 1; got {n!r}")
-    if not 0 <= outlier_frac < 1:
-        raise ValueError(f"outlier_frac must be in [0, 1); got {outlier_frac!r}")
-    if noise_px < 0:
-        raise ValueError(f"noise_px must be >= 0; got {noise_px!r}")
+    check_real("outlier_frac", outlier_frac, low=0.0, high=1.0, high_inclusive=False)  # checked, used as given
+    check_real("noise_px", noise_px, low=0.0)
+    if not isinstance(region, (tuple, list, np.ndarray)) or len(region) != 4:
+        raise ValueError(f"region must be (x0, y0, x1, y1); got {region!r}")
+    for i, r in enumerate(region):
+        check_real(f"region[{i}]", r)
     x0, y0, x1, y1 = region
     if not (0 <= x0 < x1 <= 1 and 0 <= y0 < y1 <= 1):
         raise ValueError(f"region must be (x0, y0, x1, y1) with 0 <= x0 < x1 <= 1 and 0 <= y0 < y1 <= 1; got {region}")
