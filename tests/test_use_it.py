@@ -14,7 +14,7 @@ import pytest
 
 from geode import catalog
 from geode.cli import main
-from geode.usage import examples_section, usage
+from geode.usage import dynamic_usage, examples_section, static_usage, usage
 
 IMPLEMENTED = [p.slug for p in catalog.papers(status="implemented")]
 
@@ -78,3 +78,11 @@ def test_examples_section_parses_numpydoc():
     """
     assert examples_section(doc) == ">>> 1 + 1\n2"
     assert examples_section("no sections") == ""
+
+
+@pytest.mark.parametrize("slug", IMPLEMENTED)
+def test_the_block_read_from_the_sources_is_the_imported_one(slug):
+    # `geode show` reads the block from the sources (no torch); it must say what the imported package says
+    static = static_usage(slug)
+    assert static is not None, f"the sources of {slug} do not settle its Use-it block: `geode show` imports torch"
+    assert static == dynamic_usage(slug)

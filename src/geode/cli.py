@@ -244,22 +244,31 @@ def show(
 
 
 def _print_use_it(slug: str) -> None:
-    """The import line, the public names with one line each, and the paper's doctested example."""
-    from rich.syntax import Syntax
+    """The import line, the public names with one line each, and the paper's doctested example.
 
+    Code is highlighted on a terminal only: piped or redirected, it is printed as plain text (pygments'
+    lexing costs more than the rest of ``show``), and it is never wrapped, so it can be copied back.
+    """
     from geode.usage import usage
+
+    def code(text: str, lexer: str) -> None:
+        if console.is_terminal:
+            from rich.syntax import Syntax
+
+            console.print(Syntax(text, lexer, theme="ansi_dark", background_color="default"), soft_wrap=True)
+        else:
+            console.print(text, markup=False, highlight=False, soft_wrap=True)
 
     u = usage(slug)
     console.print("[bold]Use it.[/]")
-    console.print(Syntax(u.import_line, "python", theme="ansi_dark", word_wrap=True, background_color="default"))
+    code(u.import_line, "python")
     names = Table(show_header=False, box=None, padding=(0, 2))
     for name, summary in u.names:
         names.add_row(name, escape(summary))
     console.print(names)
     if u.example:
         console.print(f"[bold]Example[/] (the doctest of {u.module}):")
-        # never wrapped: a doctest line folded at the terminal's width could not be copied back
-        console.print(Syntax(u.example, "pycon", theme="ansi_dark", background_color="default"), soft_wrap=True)
+        code(u.example, "pycon")
     console.print()
 
 

@@ -1,17 +1,24 @@
 """The claim registry: ``@register`` in a paper's ``claim.py``, and lookup by slug.
 
 Claims are loaded lazily: :func:`load_claim` imports ``geode.<field>.<paper>.claim`` only when a
-claim is asked for, so listing the catalogue never imports torch or a paper's dependencies.
+claim is asked for, so listing the catalogue never imports torch or a paper's dependencies. It loads the
+``claim.py`` file alone, without running its field's and paper's package ``__init__`` (which import the
+methods, and so torch): a claim defines its thresholds and rules at import and imports what its ``run``
+needs inside ``run``, so ``geode show`` reads a claim without importing torch.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import importlib
+import importlib.util
 import inspect
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
+import geode
 from geode import catalog
 from geode.claims.claim import Claim
 from geode.claims.types import MODES, Learned, Outcome, Threshold
@@ -22,6 +29,7 @@ from geode.core.validation import check_choice, check_int
 __all__ = ["load_claim", "load_claims", "register", "registered"]
 
 _REGISTRY: dict[str, Claim] = {}
+_ALONE: set[str] = set()  # claim modules loaded without their packages (see _import_claim_module)
 
 
 def register(
@@ -157,7 +165,6 @@ def register(
             )
         except ValueError as exc:
             raise ValueError(f"claim {slug!r}: {exc}") from None
-        pkg = sys.modules.get(module.rpartition(".")[0]) if "." in module else None
         c = Claim(
             slug=slug,
             title=title,
@@ -169,7 +176,7 @@ def register(
             key_metric=key_metric or thresholds[0].metric,
             run=checked_run,
             module=module,
-            doc=inspect.cleandoc(pkg.__doc__ or "") if pkg is not None else "",
+            doc=_package_doc(module),
             timing_metrics=tuple(timing_metrics),
             replication=replication,
             revision=revision,
@@ -183,6 +190,41 @@ def register(
         return checked_run
 
     return deco
+
+
+def _package_doc(module: str) -> str:
+    """The cleaned docstring of the package of claim module ``module`` ("" when there is none)."""
+    pkg = sys.modules.get(module.rpartition(".")[0]) if "." in module else None
+    if pkg is not None:
+        return inspect.cleandoc(pkg.__doc__ or "")
+    if module not in _ALONE:
+        return ""
+    init = Path(sys.modules[module].__file__ or "").with_name("__init__.py")
+    return inspect.cleandoc(ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")), clean=False) or "")
+
+
+def _import_claim_module(module: str) -> None:
+    """Import claim module ``module``; a ``geode.*`` one alone, without its packages' ``__init__``.
+
+    The packages' ``__init__`` import the methods (and torch); they are imported, as usual, when ``run``
+    imports what it needs. Once a package is imported its claim module is imported the usual way.
+    """
+    parent = module.rpartition(".")[0]
+    path = Path(geode.__file__).parent.joinpath(*module.split(".")[1:]).with_suffix(".py")
+    if module in sys.modules or parent in sys.modules or not module.startswith("geode.") or not path.is_file():
+        importlib.import_module(module)
+        return
+    spec = importlib.util.spec_from_file_location(module, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[module] = mod
+    _ALONE.add(module)
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        sys.modules.pop(module, None)
+        _ALONE.discard(module)
+        raise
 
 
 def registered() -> dict[str, Claim]:
@@ -201,7 +243,7 @@ def load_claim(slug: str, module: str | None = None) -> Claim:
             if paper.status != "implemented":
                 raise KeyError(f"paper {slug!r} is planned: it has no claim check yet")
             module = f"{paper.module}.claim"
-        importlib.import_module(module)
+        _import_claim_module(module)
         if slug not in _REGISTRY:
             raise KeyError(f"{module} did not register a claim for {slug!r}")
     return _REGISTRY[slug]

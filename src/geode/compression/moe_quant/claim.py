@@ -72,11 +72,12 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from geode.claims import Outcome, Threshold, register, tune
+
+if TYPE_CHECKING:
+    import torch
 
 _MODES: dict[str, dict[str, Any]] = {
     "smoke": dict(
@@ -107,6 +108,8 @@ _LIMITS = {"lr": (0.0, 1.0)}
 
 
 def _ranks(spectra: list[list[torch.Tensor]], loads: torch.Tensor, per_expert: int, scheme: str) -> list[list[int]]:
+    import torch
+
     from geode.compression.moe_quant import allocate_ranks
 
     out = []
@@ -213,6 +216,8 @@ def _ranks(spectra: list[list[torch.Tensor]], loads: torch.Tensor, per_expert: i
     key_metric="full_vs_plainqat_ppl_ratio",
 )
 def run(mode: str, seed: int) -> Outcome:
+    import torch
+
     from geode.compression.moe_quant import (
         expert_error_spectra,
         load_weighted_error,

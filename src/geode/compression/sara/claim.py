@@ -80,12 +80,14 @@ from __future__ import annotations
 import copy
 import math
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from geode.claims import Outcome, Threshold, register
+
+if TYPE_CHECKING:
+    import torch
 
 MACS_FRACTION = 0.7
 MENU = (8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 160, None)
@@ -186,6 +188,8 @@ def _psnr(x: torch.Tensor, ref: torch.Tensor) -> float:
     key_metric="dp_vs_uniform_fd_ratio",
 )
 def run(mode: str, seed: int) -> Outcome:
+    import torch
+
     from geode.compression.sara import (
         DigitDenoiser,
         SaraOnline,

@@ -44,8 +44,6 @@ import math
 import time
 from typing import Any
 
-import torch
-
 from geode.claims import Outcome, Threshold, register, tune
 
 BITS = 3
@@ -84,6 +82,8 @@ _LIMITS = {"clip": (0.0, 1.0), "direction_bits": (6, 10)}  # k <= 10: a codebook
 
 
 def _sph_model(problem: Any, k: int, *, finetune_steps: int, seed: int, random_codebook: bool = False) -> Any:
+    import torch
+
     from geode.compression.sphquant import sphquant_model
 
     model = copy.deepcopy(problem.model)
@@ -108,6 +108,8 @@ def _sph_model(problem: Any, k: int, *, finetune_steps: int, seed: int, random_c
 
 
 def _outlier_errors(seed: int, finetune_steps: int, k: int, **shape: int) -> dict[str, float]:
+    import torch
+
     from geode.compression.quant import gptq_quantize, output_error, rtn_quantize
     from geode.compression.sphquant import sphquant_model
     from geode.compression.sphquant.experiment import outlier_layer

@@ -47,12 +47,14 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from geode.claims import Outcome, Threshold, register, tune
+
+if TYPE_CHECKING:
+    import torch
 
 _MODES: dict[str, dict[str, Any]] = {
     "smoke": dict(
@@ -102,23 +104,27 @@ def _data(seq: int, n_eval: int) -> tuple[np.ndarray, torch.Tensor, torch.Tensor
     return train, eval_windows(val, seq, n_eval), eval_windows(test, seq, n_eval), vocab
 
 
-@torch.no_grad()
 def _loss(model: Any, windows: torch.Tensor) -> float:
-    model.eval()
-    out = float(
-        np.mean(
-            [
-                float(model(input_ids=windows[i : i + 16], labels=windows[i : i + 16]).loss)
-                for i in range(0, len(windows), 16)
-            ]
+    import torch
+
+    with torch.no_grad():
+        model.eval()
+        out = float(
+            np.mean(
+                [
+                    float(model(input_ids=windows[i : i + 16], labels=windows[i : i + 16]).loss)
+                    for i in range(0, len(windows), 16)
+                ]
+            )
         )
-    )
-    model.train()
-    return out
+        model.train()
+        return out
 
 
 def _grad_cos(model: Any, x: torch.Tensor, modes: dict[str, Any]) -> dict[str, float]:
     """Mean over wrapped layers of cos(exact dW, compressed dW) on batch ``x`` for each compressor mode."""
+    import torch
+
     from geode.compression.stac_r.stacr import StacrLinear
 
     wrapped = [m for m in model.modules() if isinstance(m, StacrLinear)]
@@ -240,6 +246,8 @@ def _replaceable_bytes(model: Any, x: torch.Tensor, names: list[str]) -> int:
     timing_metrics=("step_time_ratio",),
 )
 def run(mode: str, seed: int) -> Outcome:
+    import torch
+
     from geode.compression.stac_r.stacr import ActivationCompressor, stacr_unwrap, stacr_wrap
     from geode.models import build_tiny_lm
 

@@ -51,7 +51,6 @@ from typing import Any
 import numpy as np
 
 from geode.claims import Outcome, Threshold, register
-from geode.ensembles.comparability_fusion.experiment import FUSERS, digits_oracles, evaluate_fusers, radial_oracles
 
 TAUS = (0.4, 1.0, 2.5, 5.0)  # the oracles' radial distortions (the notes' setup)
 TAIL_PROFILE = (0.0, 0.1, 0.2, 0.3)  # per-oracle uniform-mixing weights of the mismatch sweep, times lambda
@@ -96,6 +95,8 @@ def _split(q: np.ndarray, P: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...
 def _figures(synth: dict, sweep: dict[float, dict], real: dict[str, float]) -> dict[str, Any]:
     from matplotlib.figure import Figure
     from matplotlib.ticker import NullFormatter
+
+    from geode.ensembles.comparability_fusion.experiment import FUSERS
 
     names = list(FUSERS)
     colors = ["tab:red" if n.startswith("CR") else "tab:green" if "labels" in n else "tab:blue" for n in names]
@@ -204,6 +205,7 @@ def _figures(synth: dict, sweep: dict[float, dict], real: dict[str, float]) -> d
 )
 def run(mode: str, seed: int) -> Outcome:
     """Synthetic radial-distortion setup, mismatch sweep, and four real black-box oracles on two data sets."""
+    from geode.ensembles.comparability_fusion.experiment import FUSERS, digits_oracles, evaluate_fusers, radial_oracles
     from geode.ensembles.comparability_fusion.recovery import ComparabilityRecovery
     from geode.ensembles.simplex import accuracy, nll
 

@@ -79,13 +79,14 @@ reference is declared yet (protocol v3; the rework issues 45-50).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from geode.claims import Outcome, Threshold, register, tune
-from geode.inference.chord.chiplet import CLAP, LADM, RR, ChipletGPU, ChordPolicy, KernelDAG, Plan, simulate_chiplets
-from geode.inference.chord.workloads import WORKLOADS, make_workload
+
+if TYPE_CHECKING:
+    from geode.inference.chord.chiplet import ChipletGPU, KernelDAG, Plan
 
 CHIPLETS = (4, 8)
 SLOW_LINK = 8.0  # second reading: B_r = B_l / 8
@@ -97,12 +98,14 @@ GRIDS: dict[str, dict[str, list[Any]]] = {
 }
 _SIZES: dict[str, dict[str, Any]] = {
     "smoke": {"workloads": ("mlp", "inception", "gpt-decode"), "draws": 1},
-    "quick": {"workloads": WORKLOADS, "draws": 1},
-    "full": {"workloads": WORKLOADS, "draws": 3},
+    "quick": {"workloads": None, "draws": 1},  # None: every workload of geode.inference.chord.workloads.WORKLOADS
+    "full": {"workloads": None, "draws": 3},
 }
 
 
 def _policy(method: str, params: dict[str, Any]) -> Any:
+    from geode.inference.chord.chiplet import CLAP, LADM, RR, ChordPolicy
+
     if method == "RR":
         return RR()
     if method == "CLAP":
@@ -115,6 +118,8 @@ def _policy(method: str, params: dict[str, Any]) -> Any:
 
 def _misaligned(plan: Plan, c: int) -> Plan:
     """The negative control: every page's home moved to the next chiplet, no replication, dispatch kept."""
+    from geode.inference.chord.chiplet import Plan
+
     return Plan(plan.dispatch, (plan.home + 1) % c, np.zeros_like(plan.replicated), plan.overlap, "misaligned")
 
 
@@ -123,6 +128,8 @@ def _gm(xs: list[float]) -> float:
 
 
 def _speedups(dags: list[KernelDAG], gpu: ChipletGPU, method: str, params: dict[str, Any]) -> float:
+    from geode.inference.chord.chiplet import RR, simulate_chiplets
+
     sp = []
     for dag in dags:
         rr = simulate_chiplets(dag, gpu, RR().plan(dag, gpu)).makespan
@@ -132,6 +139,8 @@ def _speedups(dags: list[KernelDAG], gpu: ChipletGPU, method: str, params: dict[
 
 def _figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
     from matplotlib.figure import Figure
+
+    from geode.inference.chord.workloads import WORKLOADS
 
     fig = Figure(figsize=(10, 3.4), layout="constrained")
     axes = fig.subplots(1, 2, sharey=True)
@@ -254,8 +263,11 @@ def _figure(rows: list[dict[str, Any]]) -> dict[str, Any]:
 )
 def run(mode: str, seed: int) -> Outcome:
     """Tune every policy on validation draws, then measure the test draws at 4 and 8 chiplets."""
+    from geode.inference.chord.chiplet import RR, ChipletGPU, simulate_chiplets
+    from geode.inference.chord.workloads import WORKLOADS, make_workload
+
     size = _SIZES[mode]
-    names = size["workloads"]
+    names = size["workloads"] or WORKLOADS
 
     def draws(kind: int, tile: int) -> list[KernelDAG]:
         rng = np.random.default_rng([seed, kind])

@@ -102,20 +102,14 @@ ablation or learned-arm reference is declared yet (protocol v3; the rework issue
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from geode.claims import Outcome, Threshold, device_for, register, tune
-from geode.inference.specblock.drafters import EagleDrafter, ParallelDrafter, SpecBlockDrafter
-from geode.inference.specblock.experiment import (
-    evaluate_drafter,
-    make_drafter_data,
-    text_prompts,
-    train_drafter,
-    train_target,
-)
-from geode.inference.speculative import DraftTree, autoregressive_decode
+
+if TYPE_CHECKING:
+    from geode.inference.speculative import DraftTree
 
 BUDGET = 16
 PROMPT = 16
@@ -164,6 +158,8 @@ class _TrivialDrafter:
         self.order = [int(t) for t in order]
 
     def build_tree(self, feature: Any, token: int, budget: int) -> tuple[DraftTree, int, float]:
+        from geode.inference.speculative import DraftTree
+
         tree = DraftTree.root(token)
         for t in self.order[:budget]:
             tree.add(0, t, 0.0)
@@ -171,6 +167,8 @@ class _TrivialDrafter:
 
 
 def _make(method: str, target: Any, params: dict[str, Any], **kw: Any) -> Any:
+    from geode.inference.specblock.drafters import EagleDrafter, ParallelDrafter, SpecBlockDrafter
+
     if method == "EAGLE":
         return EagleDrafter(target, depth=int(params["depth"]), topk=4)
     if method == "parallel":
@@ -255,6 +253,15 @@ def run(mode: str, seed: int) -> Outcome:
     import torch
 
     from geode.data.loaders import pydoc_char_ids
+    from geode.inference.specblock.drafters import SpecBlockDrafter
+    from geode.inference.specblock.experiment import (
+        evaluate_drafter,
+        make_drafter_data,
+        text_prompts,
+        train_drafter,
+        train_target,
+    )
+    from geode.inference.speculative import autoregressive_decode
 
     torch.set_num_threads(1)
     size = _SIZES[mode]

@@ -94,9 +94,6 @@ from typing import Any
 import numpy as np
 
 from geode.claims import Outcome, Threshold, device_for, register, tune
-from geode.inference.spirit.decoding import greedy_decode, self_speculative_decode
-from geode.inference.spirit.policies import SpiritPolicy, StaticPolicy, SwiftPolicy, run_stream
-from geode.inference.spirit.stream import EOS, make_requests, smollm2_requests, train_target
 
 GRIDS: dict[str, dict[str, list[Any]]] = {
     "SWIFT": {"n_cand": [1, 2, 4, 8]},
@@ -123,6 +120,8 @@ LENGTH, SYMBOLS = 6, 16
 
 
 def _policy(method: str, params: dict[str, Any], model: Any, seed: int, **kw: Any) -> Any:
+    from geode.inference.spirit.policies import SpiritPolicy, SwiftPolicy
+
     if method == "SWIFT":
         return SwiftPolicy(model, ratio=0.45, n_cand=int(params["n_cand"]), seed=seed)
     return SpiritPolicy(
@@ -130,9 +129,9 @@ def _policy(method: str, params: dict[str, Any], model: Any, seed: int, **kw: An
     )
 
 
-def _run(
-    model: Any, reqs: list[tuple[list[int], int]], policy: Any, max_new: int = LENGTH + 1, eos: int | None = EOS
-) -> dict[str, Any]:
+def _run(model: Any, reqs: list[tuple[list[int], int]], policy: Any, max_new: int, eos: int | None) -> dict[str, Any]:
+    from geode.inference.spirit.policies import run_stream
+
     return run_stream(model, reqs, policy, window=WINDOW, k=K, max_new=max_new, eos=eos)
 
 
@@ -219,6 +218,10 @@ def _recovery(res: dict[str, Any], per_block: int, oracle: dict[int, float]) -> 
 def run(mode: str, seed: int) -> Outcome:
     """Train the target, tune on a validation stream, measure the test stream."""
     import torch
+
+    from geode.inference.spirit.decoding import greedy_decode, self_speculative_decode
+    from geode.inference.spirit.policies import StaticPolicy
+    from geode.inference.spirit.stream import EOS, make_requests, smollm2_requests, train_target
 
     torch.set_num_threads(1)
     size = _SIZES[mode]

@@ -98,16 +98,16 @@ declared yet (protocol v3; the rework issues 45-50).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from geode.claims import Outcome, Threshold, register
-from geode.inference.bounds import adversarial_batch_ratio
-from geode.inference.serving import FCFS, SJF, CostModel, Policy, SimResult, Workload, simulate, volume
-from geode.inference.svf.policies import SVF, OneBitSVF
-from geode.inference.workloads import TRACES, measured_capacity, sample_lengths
+
+if TYPE_CHECKING:
+    from geode.inference.serving import Policy, SimResult
 
 KV_SLOTS = 30_000  # M, token slots (the notes' setting)
 TRACE = "azure-conv"
@@ -145,26 +145,36 @@ _SIZES: dict[str, dict[str, Any]] = {
 }
 
 
-class _RandomOrder(Policy):
-    """Negative control: a static random priority per request (the order carries no length information)."""
+@functools.cache
+def _random_order() -> type[Policy]:
+    """The negative-control policy class (defined on first use: its base imports the field, and torch)."""
+    from geode.inference.serving import Policy
 
-    name = "random order"
+    class _RandomOrder(Policy):
+        """Negative control: a static random priority per request (the order carries no length information)."""
 
-    def __init__(self, seed: int) -> None:
-        self.seed = seed
+        name = "random order"
 
-    def priority(self, prompt: np.ndarray, predicted_output: np.ndarray, arrival: np.ndarray) -> np.ndarray:
-        return np.random.default_rng(self.seed).random(np.asarray(prompt).shape[0])
+        def __init__(self, seed: int) -> None:
+            self.seed = seed
+
+        def priority(self, prompt: np.ndarray, predicted_output: np.ndarray, arrival: np.ndarray) -> np.ndarray:
+            return np.random.default_rng(self.seed).random(np.asarray(prompt).shape[0])
+
+    return _RandomOrder
 
 
 def _policies(seed: int) -> dict[str, Policy]:
+    from geode.inference.serving import FCFS, SJF
+    from geode.inference.svf.policies import SVF, OneBitSVF
+
     return {
         "FCFS": FCFS(),
         "SJF": SJF(),
         "SVF": SVF(),
         "1-bit SVF": OneBitSVF(variant="paper"),
         "1-bit SVF (volume)": OneBitSVF(),
-        "random order": _RandomOrder(seed),
+        "random order": _random_order()(seed),
     }
 
 
@@ -190,6 +200,9 @@ def _stats(res: SimResult, keep: slice) -> dict[str, float]:
 def _stream(
     trace: Any, n: int, rate_per_load: dict[float, float], rng: np.random.Generator, policies: dict[str, Policy]
 ) -> dict[float, dict[str, dict[str, float]]]:
+    from geode.inference.serving import Workload, simulate
+    from geode.inference.workloads import TRACES, sample_lengths
+
     prompt, output = sample_lengths(trace, n, rng)
     unit = np.cumsum(np.concatenate([[0.0], rng.exponential(1.0, n - 1)]))  # common random numbers
     keep = _kept(n)
@@ -203,6 +216,8 @@ def _stream(
 def _peak_hold_svf(s: np.ndarray, o: np.ndarray, m: int) -> np.ndarray:
     """serQ's admission, for its burst model: SVF order, a request holds its peak ``s + o`` from admission,
     the head of the queue is admitted while its peak fits next to the active peaks (unit steps)."""
+    from geode.inference.serving import volume
+
     order = np.lexsort((np.arange(s.shape[0]), volume(s, o)))
     finish = np.zeros(s.shape[0])
     active: list[tuple[float, int]] = []  # (finish, peak)
@@ -226,6 +241,9 @@ def _serq(draws: int, rng: np.random.Generator) -> tuple[list[dict[str, Any]], d
 
     Run twice per draw: on our simulator (future-peak admission) and with serQ's peak-hold admission.
     """
+    from geode.inference.serving import CostModel, Workload, simulate, volume
+    from geode.inference.svf.policies import SVF
+
     n, m, peak = SERQ["n"], SERQ["kv_slots"], SERQ["peak"]
     unit = CostModel.unit()
     rows: list[dict[str, Any]] = []
@@ -433,6 +451,11 @@ def _gm(xs: list[float]) -> float:
 )
 def run(mode: str, seed: int) -> Outcome:
     """Steady-state runs at 70% and 90% of measured capacity, overload, tail sensitivity, CR search, serQ."""
+    from geode.inference.bounds import adversarial_batch_ratio
+    from geode.inference.serving import FCFS, SJF
+    from geode.inference.svf.policies import SVF
+    from geode.inference.workloads import TRACES, measured_capacity, sample_lengths
+
     size = _SIZES[mode]
     rng = np.random.default_rng(seed)
     n = size["n"]
@@ -612,4 +635,6 @@ def run(mode: str, seed: int) -> Outcome:
 
 
 def _mean_volume(s: np.ndarray, o: np.ndarray) -> float:
+    from geode.inference.serving import volume
+
     return float(volume(s, o).astype(float).mean())

@@ -54,17 +54,6 @@ from typing import Any
 import numpy as np
 
 from geode.claims import Outcome, Threshold, register, tune
-from geode.probabilistic.fisher import fisher_from_samples
-from geode.probabilistic.ga_srmc.kernel import GASRMC
-from geode.probabilistic.mala import MALA
-from geode.probabilistic.sampling import sample
-from geode.probabilistic.srmc import SRMC
-from geode.probabilistic.targets import (
-    anisotropic_gaussian,
-    breast_cancer_logistic,
-    digits_logistic,
-    synthetic_logistic,
-)
 
 __all__ = ["run"]
 
@@ -125,6 +114,9 @@ def _tune_step_size(
     log_prob: Any, grad: Any, x0: np.ndarray, lam_max: float, rng: np.random.Generator, iters: int, steps: int
 ) -> float:
     """MALA's step size at acceptance ~0.7: bisection on log tau around d^{-1/3}/lambda_max, one pilot per probe."""
+    from geode.probabilistic.mala import MALA
+    from geode.probabilistic.sampling import sample
+
     d = x0.shape[-1]
     lo, hi = math.log(0.125 * d ** (-1 / 3) / lam_max), math.log(8.0 * d ** (-1 / 3) / lam_max)
     for _ in range(iters):
@@ -168,6 +160,8 @@ class _Problem:
 
 
 def _gaussian_problem(kappa: float, rotated: bool, sz: _Sizes, seed: int, key: int) -> _Problem:
+    from geode.probabilistic.targets import anisotropic_gaussian
+
     t = anisotropic_gaussian(kappa, sz.dim, rotated=rotated, seed=0)
     rng = _rng(seed, key, 0)
     x0 = t.sample(rng, sz.reps_val + sz.reps_test)
@@ -189,6 +183,11 @@ def _gaussian_problem(kappa: float, rotated: bool, sz: _Sizes, seed: int, key: i
 
 
 def _logistic_problem(name: str, sz: _Sizes, seed: int, key: int) -> _Problem:
+    from geode.probabilistic.fisher import fisher_from_samples
+    from geode.probabilistic.mala import MALA
+    from geode.probabilistic.sampling import sample
+    from geode.probabilistic.targets import breast_cancer_logistic, digits_logistic, synthetic_logistic
+
     if name == "synthetic":
         t = synthetic_logistic()
     elif name == "breast_cancer":
@@ -232,6 +231,9 @@ def _logistic_problem(name: str, sz: _Sizes, seed: int, key: int) -> _Problem:
 
 def _kernel(prob: _Problem, t: Any, method: str, alphas: np.ndarray) -> Any:
     """The kernel ``method`` over an array of per-chain alphas (defaults of the components otherwise)."""
+    from geode.probabilistic.ga_srmc.kernel import GASRMC
+    from geode.probabilistic.srmc import SRMC
+
     kw: dict[str, Any] = dict(theta_step=prob.theta_step)
     tau = prob.step_size
     if method == "SRMC":
@@ -253,6 +255,8 @@ def _batch(
     prob: _Problem, t: Any, method: str, alphas: tuple[float, ...], x0: np.ndarray, n_total: int, key: tuple[int, ...]
 ) -> dict[float, dict[str, Any]]:
     """Run ``method`` for every alpha x replicate as one array of chains; per alpha, per-replicate results."""
+    from geode.probabilistic.sampling import sample
+
     reps = x0.shape[0]
     burn = int(round(0.3 * n_total))
     keep = n_total - burn

@@ -44,13 +44,6 @@ from typing import Any
 import numpy as np
 
 from geode.claims import Outcome, Threshold, register
-from geode.probabilistic.ot_sampling_error.baselines import mle_dimension, twonn_dimension
-from geode.probabilistic.ot_sampling_error.estimators import (
-    calibrate_sinkhorn_eps,
-    intrinsic_dimension,
-    sampling_error,
-)
-from geode.probabilistic.ot_sampling_error.richardson import richardson_wasserstein, wasserstein_pp
 
 AMBIENT = 20  # ambient dimension of the synthetic manifolds
 RICHARDSON_D = 6  # d_int of the Richardson experiment (fixed by the issue)
@@ -150,6 +143,9 @@ def _manifold(kind: str, d: int, n: int, rng: np.random.Generator) -> np.ndarray
 
 
 def _id_suite(n: int, rng: np.random.Generator, seed: int) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    from geode.probabilistic.ot_sampling_error.baselines import mle_dimension, twonn_dimension
+    from geode.probabilistic.ot_sampling_error.estimators import intrinsic_dimension
+
     rows, rel = [], {"ot": [], "twonn": [], "mle": []}
     for kind, d in SUITE:
         X = _manifold(kind, d, n, rng)
@@ -174,6 +170,9 @@ def _id_suite(n: int, rng: np.random.Generator, seed: int) -> tuple[list[dict[st
 def _digits(seed: int) -> tuple[dict[str, Any], dict[str, float]]:
     from sklearn.datasets import load_digits
 
+    from geode.probabilistic.ot_sampling_error.baselines import mle_dimension, twonn_dimension
+    from geode.probabilistic.ot_sampling_error.estimators import intrinsic_dimension
+
     X = load_digits().data.astype(float)
     X = X + 1e-6 * np.random.default_rng(seed).standard_normal(X.shape)  # break exact duplicates (integer pixels)
     est = {"ot": intrinsic_dimension(X, seed=seed), "twonn": twonn_dimension(X), "mle": mle_dimension(X)}
@@ -185,6 +184,9 @@ def _digits(seed: int) -> tuple[dict[str, Any], dict[str, float]]:
 
 def _decay(size: tuple, rng: np.random.Generator) -> tuple[list[dict[str, Any]], dict[str, float], dict]:
     """Semi-dual estimate vs the exact OT between m fresh points and the n atoms, for growing n."""
+    from geode.probabilistic.ot_sampling_error.estimators import sampling_error
+    from geode.probabilistic.ot_sampling_error.richardson import wasserstein_pp
+
     dims, ns, m, reps = size
     rows, metrics, curves = [], {}, {}
     ratios = []
@@ -221,6 +223,9 @@ def _decay(size: tuple, rng: np.random.Generator) -> tuple[list[dict[str, Any]],
 def _accuracy(size: tuple, rng: np.random.Generator) -> tuple[list[dict[str, Any]], dict[str, float]]:
     """Predicted sampling error (LOO H(0) of the atoms) against a sandwiched exact OT(rho, rho_n)."""
     import ot
+
+    from geode.probabilistic.ot_sampling_error.estimators import sampling_error
+    from geode.probabilistic.ot_sampling_error.richardson import wasserstein_pp
 
     n, per_atom, reps = size
     m = per_atom * n
@@ -267,6 +272,9 @@ def _accuracy(size: tuple, rng: np.random.Generator) -> tuple[list[dict[str, Any
 
 def _sinkhorn(size: tuple, rng: np.random.Generator) -> tuple[list[dict[str, Any]], dict[str, float]]:
     """The calibrated Sinkhorn epsilon against 10x smaller and larger ones: error of the cost vs the closed form."""
+    from geode.probabilistic.ot_sampling_error.estimators import calibrate_sinkhorn_eps
+    from geode.probabilistic.ot_sampling_error.richardson import wasserstein_pp
+
     n, reps = size
     U, S, c, w_true = _affine_truth(RICHARDSON_D, rng)
     err: dict[str, list[float]] = {"exact": [], "calibrated": [], "calibrated/10": [], "calibrated*10": []}
@@ -304,6 +312,8 @@ def _affine_truth(d: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndar
 
 
 def _richardson(size: tuple, rng: np.random.Generator) -> tuple[list[dict[str, Any]], dict[str, float], dict]:
+    from geode.probabilistic.ot_sampling_error.richardson import richardson_wasserstein
+
     n, reps, bags = size
     d = RICHARDSON_D
     U, S, c, w_true = _affine_truth(d, rng)
