@@ -139,3 +139,99 @@ def test_a_group_size_that_does_not_fit_names_the_layer_and_one_that_does():
         sphquant_model(nn.Sequential(nn.Linear(12, 4)), {"0": torch.eye(12)}, ["0"], finetune_steps=0)
     info = sphquant_model(model, hessians, ["0", "2"], group_size=32, direction_bits=4, finetune_steps=0)
     assert info["bits_per_weight"] == sph_bits_per_weight(4, 8, 32)
+
+
+def _random_layer(n_out, n_in, direction_bits, radius_bits, *, group_size=32, bias=True, seed=11):
+    gen = torch.Generator().manual_seed(seed)
+    cb = torch.randn(2**direction_bits, 8, generator=gen).abs()
+    cb = cb / cb.norm(dim=1, keepdim=True)
+    w = torch.randn(n_out, n_in, generator=gen)
+    codes = sph_encode(w, cb, radius_bits=radius_bits, group_size=group_size)
+    b = torch.randn(n_out, generator=gen) if bias else None
+    return SPHLinear(codes, cb, direction_bits=direction_bits, radius_bits=radius_bits, bias=b)
+
+
+def _dequantised_product(lin, x):
+    """Today's reference: dequantise the whole weight, then multiply (the path taken before issue 44)."""
+    b = None if lin.bias is None else lin.bias.to(x.dtype)
+    return nn.functional.linear(x, lin.dequantize().to(x.dtype), b)
+
+
+def _assert_close_to_scale(y, ref):
+    scale = float(ref.abs().max())
+    assert y.shape == ref.shape and y.dtype == ref.dtype
+    torch.testing.assert_close(y, ref, rtol=1e-5, atol=1e-6 * scale)
+
+
+@pytest.mark.parametrize(
+    ("direction_bits", "radius_bits", "code_dtype"),
+    [(8, 8, torch.int16), (6, 10, torch.int16), (4, 4, torch.uint8), (3, 5, torch.uint8), (8, 12, torch.int32)],
+)
+@pytest.mark.parametrize("shape", [(1,), (2,), (4,), (1, 3), (2, 1, 2)])
+def test_table_product_equals_dequantise_then_matmul(direction_bits, radius_bits, code_dtype, shape):
+    """Issue 44: a few rows decode inside the product (no weight materialised) and give today's output."""
+    lin = _random_layer(256, 128, direction_bits, radius_bits)
+    assert lin.code.dtype == code_dtype
+    x = torch.randn(*shape, 128, generator=torch.Generator().manual_seed(12))
+    assert lin.uses_lookup(x)
+    with torch.no_grad():
+        _assert_close_to_scale(lin(x), _dequantised_product(lin, x))
+
+
+def test_table_product_bias_float64_and_the_fallback_rows():
+    lin = _random_layer(256, 128, 8, 8, bias=True)
+    gen = torch.Generator().manual_seed(13)
+    x64 = torch.randn(2, 128, generator=gen, dtype=torch.float64)
+    assert lin.uses_lookup(x64)
+    _assert_close_to_scale(lin(x64), _dequantised_product(lin, x64))  # float64 tables: float64 output
+    many = torch.randn(5, 128, generator=gen)  # above the row threshold: dequantise then multiply, as before
+    assert not lin.uses_lookup(many)
+    assert torch.equal(lin(many), _dequantised_product(lin, many))
+    # one row of a batch through both paths agrees
+    _assert_close_to_scale(lin(many[:1]), lin(many)[:1])
+    nobias = _random_layer(256, 128, 8, 8, bias=False)
+    _assert_close_to_scale(nobias(many[:1]), _dequantised_product(nobias, many[:1]))
+    # a codebook larger than out_features: the tables would outgrow the weight, so it dequantises
+    wide = _random_layer(32, 128, 6, 10)
+    assert not wide.uses_lookup(many[:1])
+    assert lin(torch.empty(0, 128)).shape == (0, 256)
+
+
+def test_table_product_keeps_autograd_through_the_dequantised_weight():
+    lin = _random_layer(256, 128, 8, 8)
+    x = torch.randn(1, 128, generator=torch.Generator().manual_seed(14), requires_grad=True)
+    assert not lin.uses_lookup(x)  # a gradient is wanted: the differentiable dequantise path
+    lin(x).sum().backward()
+    torch.testing.assert_close(x.grad, lin.dequantize().sum(0, keepdim=True))
+    with torch.no_grad():
+        assert lin.uses_lookup(x)
+    lin.codebook.requires_grad_(True)  # fine-tuning the codebook through the layer
+    assert not lin.uses_lookup(x.detach())
+
+
+def test_table_product_weight_memory_and_state_dict():
+    """The layer holds its packed codes only (<= 1/4 of fp32; 3 bytes per 8 weights at W3), column-major."""
+    n_out, n_in = 256, 256
+    lin = _random_layer(n_out, n_in, 8, 8, group_size=128, bias=False)
+    held = sum(b.numel() * b.element_size() for name, b in lin.named_buffers() if name != "codebook")
+    assert lin.storage_bytes() == held == n_out * n_in // 8 * 3 + n_out * 2 * 2
+    assert lin.storage_bytes() <= n_in * n_out  # a quarter of fp32's 4 bytes per weight
+    assert lin.code.shape == lin.signs.shape == (n_out, n_in // 8)
+    assert lin.code.T.is_contiguous() and lin.signs.T.is_contiguous()
+    # a state dict round trip (and one through torch.save) reproduces the codes and the product
+    other = _random_layer(n_out, n_in, 8, 8, group_size=128, bias=False, seed=15)
+    other.load_state_dict(lin.state_dict())
+    import io
+
+    buf = io.BytesIO()
+    torch.save(lin.state_dict(), buf)
+    buf.seek(0)
+    third = _random_layer(n_out, n_in, 8, 8, group_size=128, bias=False, seed=16)
+    third.load_state_dict(torch.load(buf))
+    x = torch.randn(1, n_in, generator=torch.Generator().manual_seed(17))
+    for layer in (other, third):
+        assert torch.equal(layer.codes().index, lin.codes().index)
+        assert torch.equal(layer(x), lin(x))
+    # buffers assigned row-major (e.g. an older checkpoint loaded with assign=True) give the same product
+    third.code, third.signs = lin.code.contiguous(), lin.signs.contiguous()
+    _assert_close_to_scale(third(x), lin(x))

@@ -48,7 +48,8 @@ Each paper's public names, importable from this package (``geode show <slug>`` p
 
 - ``sphquant_model``: quantise a model's named linear layers in place with one shared codebook (k-means, then
   fine-tuning on calibration Hessians).
-- ``SPHLinear``: the packed layer (signs, direction and radius codes, group scales), dequantised on the fly.
+- ``SPHLinear``: the packed layer (signs, direction and radius codes, group scales); a batch of up to 4 rows
+  multiplies through codeword tables without decoding the weight, larger batches dequantise on the fly.
 - ``sph_encode``, ``sph_decode``, ``SPHCodes``: the format's encoder, decoder and discrete codes.
 - ``SPHCodebook``, ``spherical_kmeans``: the codebook of positive unit 8-D directions and its k-means.
 - ``angles_to_vectors``, ``vectors_to_angles``: the hyperspherical parameterisation of the codewords.

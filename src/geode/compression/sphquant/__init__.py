@@ -6,8 +6,9 @@ matches state-of-the-art rotation-free methods and beats RTN/GPTQ on outlier-hea
 
 Components (:mod:`geode.compression.sphquant.sphquant`): :class:`SPHCodebook` (positive unit codewords in
 hyperspherical angles), :func:`spherical_kmeans`, :func:`sph_encode` / :func:`sph_decode`,
-:class:`SPHLinear` (the packed format with a dequantise-and-multiply torch GEMV; the shared-memory GPU
-kernel of the paper is future work), :func:`sphquant_model` (quantise a model's linear layers in place).
+:class:`SPHLinear` (the packed format; up to 4 rows are multiplied through per-call sign-pattern x codeword
+tables without materialising the weight, more rows dequantise and multiply; the shared-memory GPU kernel of the
+paper is future work), :func:`sphquant_model` (quantise a model's linear layers in place).
 
 Inferred details (the paper is not available; from the abstract and the README's budgets):
 

@@ -3,10 +3,15 @@
 Each side multiplies one activation vector by a square weight in its storage format: the fp32 dense
 ``nn.Linear``; :class:`geode.compression.PackedLinear` at 4 bits per group of 128 (bit-packed codes,
 16-bit scale and zero); :class:`geode.compression.SPHLinear` at W3 (sign byte + 16-bit code per 8 weights,
-3.125 bits per weight, ``k = b_rho = 8``). On CPU both quantised formats dequantise the whole weight and
-then multiply (a torch reference, not the paper's fused shared-memory GPU kernel, which is future work),
-so the ratios measure the decode cost of the format, not the +30.3% decode throughput the paper reports
-on an edge GPU. Sizes: ``smoke`` 256x256, ``quick`` 1024x1024, ``full`` 4096x4096.
+3.125 bits per weight, ``k = b_rho = 8``). int4 RTN dequantises the whole weight and then multiplies.
+SPHLinear at batch 1 decodes inside the product without materialising the weight (issue 44): per input
+8-block a table of the 16 sign patterns of each half-block times the 256 codewords (one small matmul), then
+two table look-ups per weight vector at indices computed from the sign byte and joint code, the radius and
+the group scales (see :meth:`geode.compression.SPHLinear.forward`); more than 4 rows dequantise and
+multiply as before. Both are torch references on CPU, not the paper's fused shared-memory GPU kernel
+(future work), so the ratios measure the decode cost of the format in torch operations, not the +30.3%
+decode throughput the paper reports on an edge GPU. Sizes: ``smoke`` 256x256, ``quick`` 1024x1024,
+``full`` 4096x4096.
 """
 
 from __future__ import annotations
