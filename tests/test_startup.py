@@ -19,10 +19,6 @@ from geode import catalog
 
 HEAVY = ("torch", "sklearn", "transformers")
 
-# claim.py files that still import torch when loaded (their folders were being reworked elsewhere when the
-# others were made light; see issue 44): they are loaded last, so they cannot hide another claim's import
-STILL_HEAVY = {"pack3d", "rubiconv", "inr-error"}
-
 
 def _fresh(code: str) -> dict:
     """Run ``code`` in a fresh interpreter; it prints one JSON object last."""
@@ -35,13 +31,12 @@ def _fresh(code: str) -> dict:
 
 def test_loading_every_claim_imports_no_heavy_library():
     slugs = [p.slug for p in catalog.papers(status="implemented")]
-    light = [s for s in slugs if s not in STILL_HEAVY]
     out = _fresh(
         f"""
         import json, sys
         from geode.claims import load_claim
         heavy, docs = {{}}, {{}}
-        for slug in {light!r}:
+        for slug in {slugs!r}:
             c = load_claim(slug)
             docs[slug] = [c.module, c.doc]
             now = [m for m in {HEAVY!r} if m in sys.modules]

@@ -44,22 +44,15 @@ from __future__ import annotations
 
 import math
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from geode.claims import Outcome, Threshold, device_for, register, tune
 from geode.core import speed_ratio
-from geode.layers.pack3d.attention import DenseAxialRoPEAttention, Pack3DAttention
-from geode.layers.pack3d.model import make_segmenter
-from geode.layers.pack3d.repacking import (
-    CLASS_NAMES,
-    PACKINGS,
-    grid_coords,
-    macro_dice,
-    packing_order,
-    repacking_volumes,
-)
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["GRIDS", "MODELS", "SETTINGS", "run"]
 
@@ -127,6 +120,8 @@ def marker_volumes(batch: int, size: int, rng: np.random.Generator) -> tuple[np.
     Returns inputs ``(batch, S, S, S, 2)`` (occupancy, marker one-hot) and labels ``(batch, S, S, S)``: 0 empty,
     1 occupied and farther than :data:`MARKER_RADIUS` from the marker, 2 occupied and within it.
     """
+    from geode.layers.pack3d.repacking import grid_coords, repacking_volumes
+
     occ, _ = repacking_volumes(batch, size, rng)
     grid = grid_coords((size, size, size)).reshape(size, size, size, 3)
     x = np.zeros((*occ.shape, 2), dtype=np.float32)
@@ -141,6 +136,10 @@ def marker_volumes(batch: int, size: int, rng: np.random.Generator) -> tuple[np.
 
 
 def _make(kind: str, cfg: dict, in_channels: int = 1, num_classes: int = 4) -> torch.nn.Module:
+    import torch
+
+    from geode.layers.pack3d.model import make_segmenter
+
     s = cfg["size"]
     model = make_segmenter(
         kind if kind != "pack3d_no_summaries" else "pack3d",
@@ -165,6 +164,10 @@ def _train(
     kind: str, lr: float, cfg: dict, seed: int, device: torch.device, task: str = "surface"
 ) -> tuple[torch.nn.Module, list[float]]:
     """Train one network on raster_zyx packings of a seeded stream of volumes; return it and its losses."""
+    import torch
+
+    from geode.layers.pack3d.repacking import CLASS_NAMES, grid_coords, repacking_volumes
+
     s = cfg["size"]
     torch.manual_seed(seed)
     ch, ncls = (1, len(CLASS_NAMES)) if task == "surface" else (2, 3)
@@ -194,20 +197,28 @@ def _train(
     return model, losses
 
 
-@torch.no_grad()
 def _predict(model: torch.nn.Module, occ: np.ndarray, order: np.ndarray, cfg: dict, device: torch.device):
     """Logits (numpy, packed order) of every volume (``(V, S, S, S[, C])``) under one packing."""
-    s = cfg["size"]
-    ch = 1 if occ.ndim == 4 else occ.shape[-1]
-    coords = torch.as_tensor(grid_coords((s, s, s))[order], device=device)
-    x = torch.as_tensor(occ.reshape(occ.shape[0], s**3, ch)[:, order], device=device)
-    out = [model(x[i : i + cfg["eval_batch"]], coords).cpu() for i in range(0, x.shape[0], cfg["eval_batch"])]
-    return torch.cat(out).numpy()
+    import torch
+
+    from geode.layers.pack3d.repacking import grid_coords
+
+    with torch.no_grad():
+        s = cfg["size"]
+        ch = 1 if occ.ndim == 4 else occ.shape[-1]
+        coords = torch.as_tensor(grid_coords((s, s, s))[order], device=device)
+        x = torch.as_tensor(occ.reshape(occ.shape[0], s**3, ch)[:, order], device=device)
+        out = [model(x[i : i + cfg["eval_batch"]], coords).cpu() for i in range(0, x.shape[0], cfg["eval_batch"])]
+        return torch.cat(out).numpy()
 
 
 def _speed(grid: int, cfg: dict, seed: int) -> dict:
     """Forward time and peak memory of one Pack3D layer against dense SDPA with the same weights (grid^3 cube)."""
+    import torch
+
     from geode.claims.bench import peak_memory_mib
+    from geode.layers.pack3d.attention import DenseAxialRoPEAttention, Pack3DAttention
+    from geode.layers.pack3d.repacking import grid_coords
 
     gen = torch.Generator().manual_seed(seed)
     n = grid**3
@@ -251,6 +262,8 @@ def _figures(dice: dict, speed: list[dict], example: dict) -> dict:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from geode.layers.pack3d.repacking import PACKINGS
 
     figs = {}
     fig, ax = plt.subplots(figsize=(7.5, 3.6))
@@ -409,6 +422,10 @@ def _figures(dice: dict, speed: list[dict], example: dict) -> dict:
 )
 def run(mode: str, seed: int) -> Outcome:
     """Run the claim check in ``mode`` ("smoke", "quick" or "full") with ``seed``."""
+    import torch
+
+    from geode.layers.pack3d.repacking import CLASS_NAMES, PACKINGS, macro_dice, packing_order, repacking_volumes
+
     cfg = SETTINGS[mode]
     device = torch.device(device_for(mode))
     t_start = time.perf_counter()

@@ -42,22 +42,15 @@ from __future__ import annotations
 
 import math
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from geode.claims import Outcome, Threshold, device_for, register
 from geode.core import speed_ratio
-from geode.layers.attention import document_masked_attention
-from geode.layers.rubiconv.conv import (
-    fft_size,
-    packed_long_conv,
-    padded_batch_conv,
-    per_document_conv,
-    plan_packed_conv,
-    single_fft_conv,
-)
-from geode.layers.rubiconv.packing import cu_seqlens_from_lengths, sample_document_lengths
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["SETTINGS", "run"]
 
@@ -97,6 +90,8 @@ at a point other than the reference."""
 
 def _kernel(channels: int, length: int, gen: torch.Generator) -> torch.Tensor:
     """Decaying random causal filters, time constants log-spaced from 16 to length/4, unit l2 norm."""
+    import torch
+
     tau = torch.logspace(math.log10(16.0), math.log10(max(16.0, length / 4)), channels, dtype=torch.float64)
     t = torch.arange(length, dtype=torch.float64)
     k = torch.randn(channels, length, generator=gen, dtype=torch.float64) * torch.exp(-t[None, :] / tau[:, None])
@@ -122,6 +117,19 @@ def _rel(a: torch.Tensor, ref: torch.Tensor) -> float:
 
 
 def _measure(mix: str, total: int, cfg: dict, seed: int, device: torch.device, *, reference: bool) -> dict:
+    import torch
+
+    from geode.layers.attention import document_masked_attention
+    from geode.layers.rubiconv.conv import (
+        fft_size,
+        packed_long_conv,
+        padded_batch_conv,
+        per_document_conv,
+        plan_packed_conv,
+        single_fft_conv,
+    )
+    from geode.layers.rubiconv.packing import cu_seqlens_from_lengths, sample_document_lengths
+
     rng = np.random.default_rng([seed, total, ["short", "mixed", "long"].index(mix)])
     lengths = sample_document_lengths(total, mix, rng)
     cu = cu_seqlens_from_lengths(lengths)
@@ -209,6 +217,8 @@ def _measure(mix: str, total: int, cfg: dict, seed: int, device: torch.device, *
 
 def _flex_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu: torch.Tensor):
     """FlexAttention with a causal document mask on a GPU (None where it is not available)."""
+    import torch
+
     try:
         from torch.nn.attention.flex_attention import create_block_mask, flex_attention
     except ImportError:  # pragma: no cover - old torch
@@ -361,6 +371,11 @@ def _figures(rows: list[dict], leak: dict, device: str) -> dict:
 )
 def run(mode: str, seed: int) -> Outcome:
     """Run the claim check in ``mode`` ("smoke", "quick" or "full") with ``seed``."""
+    import torch
+
+    from geode.layers.rubiconv.conv import packed_long_conv, per_document_conv, single_fft_conv
+    from geode.layers.rubiconv.packing import cu_seqlens_from_lengths, sample_document_lengths
+
     cfg = SETTINGS[mode]
     device = torch.device(device_for(mode))
     torch.manual_seed(seed)

@@ -102,9 +102,6 @@ import numpy as np
 
 from geode.claims import Outcome, Threshold, register
 from geode.core import as_generator
-from geode.sciml.inr_error.families import CPFactorisation, FourierFeatures, HashGrid, fit_family
-from geode.sciml.inr_error.predictor import ErrorPredictor, ScaledDifferencePredictor
-from geode.sciml.inr_error.signals import UndersampledFourier, piecewise_chirp, sample_image, shepp_logan
 
 NOISE = 0.01  # std of the complex k-space noise per (unitary) measurement; phantom intensities are in [0, 1]
 
@@ -183,6 +180,8 @@ DIRECT_2D = ("phantom",)  # added to the photographs: the authors' MRI is fully 
 
 
 def _family(name: str, size: dict[str, Any], seed: int, *, one_d: bool) -> Any:
+    from geode.sciml.inr_error.families import CPFactorisation, FourierFeatures, HashGrid
+
     if name == "fourier":
         return FourierFeatures(scale=size["scale1d"] if one_d else 10.0, seed=seed)
     if name == "cp":
@@ -396,6 +395,9 @@ def run(mode: str, seed: int) -> Outcome:
     import warnings
 
     from geode.claims import tune
+    from geode.sciml.inr_error.families import HashGrid, fit_family
+    from geode.sciml.inr_error.predictor import ErrorPredictor, ScaledDifferencePredictor
+    from geode.sciml.inr_error.signals import UndersampledFourier, piecewise_chirp, sample_image, shepp_logan
 
     size = _SIZES[mode]
     rng = as_generator(seed)
