@@ -159,3 +159,18 @@ def test_imle_and_network_recover_a_state_from_plentiful_data():
     assert r.fidelities[0] == pytest.approx(1 / N**2) and r.fidelities[-1] > 0.9
     nn_ = fit_neural(m, tr, va, steps=150, lr=3e-3, psi_true=psi, n_directions=8)
     assert nn_.fidelities[-1] > 0.9 and nn_.train_loss_end < 0.5 * nn_.train_loss_start
+
+
+def test_the_networks_weights_come_from_the_seed_not_the_global_rng():
+    """Revision 2: two networks of one seed are equal whatever drew from the global RNG before (it was not so)."""
+    import torch
+
+    from geode.probabilistic import NeuralWavefunction
+
+    torch.manual_seed(1)
+    a = NeuralWavefunction(4, width=8, depth=1, seed=3)
+    torch.randn(100)  # another draw from the global RNG in between
+    b = NeuralWavefunction(4, width=8, depth=1, seed=3)
+    assert all(torch.equal(p, q) for p, q in zip(a.state_dict().values(), b.state_dict().values(), strict=True))
+    c = NeuralWavefunction(4, width=8, depth=1, seed=4)
+    assert not torch.equal(a.net[0].weight, c.net[0].weight)

@@ -169,14 +169,16 @@ class NeuralWavefunction(nn.Module):
             raise ValueError(f"width and depth must be positive integers; got {width!r}, {depth!r}")
         g = torch.Generator().manual_seed(int(seed))
         self.register_buffer("z", torch.randn(int(n_input), generator=g, dtype=torch.float64))
-        layers: list[nn.Module] = []
-        d_in = int(n_input)
-        for _ in range(int(depth)):
-            layers += [nn.Linear(d_in, int(width)), nn.Tanh()]
-            d_in = int(width)
-        layers.append(nn.Linear(d_in, 2 * int(dim)))
+        # The weights are drawn from ``seed`` too, inside a forked RNG: built outside it (as before revision 2),
+        # they came from the global torch RNG, so a fit depended on whatever had drawn from it earlier.
         with torch.random.fork_rng():
             torch.manual_seed(int(seed))
+            layers: list[nn.Module] = []
+            d_in = int(n_input)
+            for _ in range(int(depth)):
+                layers += [nn.Linear(d_in, int(width)), nn.Tanh()]
+                d_in = int(width)
+            layers.append(nn.Linear(d_in, 2 * int(dim)))
             self.net = nn.Sequential(*layers).double()
         self.dim = int(dim)
 
