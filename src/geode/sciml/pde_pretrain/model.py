@@ -15,7 +15,9 @@ mesh convolution: the mean, and a discrete gradient-like term carrying the edge 
 the mesh's mean edge length). An MLP *head* maps :math:`h_i` to the per-vertex output. The messages are
 linear in the neighbours' states, so a block is one sparse product with a stacked ``(4N, N)`` operator plus
 node-level dense layers, :math:`O(|E| H + |V| H^2)`, with no per-edge activation (a MeshGraphNet-style
-per-edge MLP was about 3x slower on one CPU core at the claim's sizes, which decided the choice).
+per-edge MLP was about 3x slower on one CPU core at the claim's sizes, which decided the choice). The product
+runs on CSR copies of the operator and of its transpose, built once per batch (:meth:`GraphBatch.aggregate`):
+the same sums in the same order as the COO product, ~8x faster forward + backward on one CPU core.
 
 The paper does not specify its network (the notes suggest a kNN GNN or a Transolver-like point
 transformer); we use mesh edges rather than kNN because the tasks are intrinsic PDEs on the surface, whose
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -67,7 +70,30 @@ class GraphBatch:
         x = torch.as_tensor(x, dtype=self.x.dtype, device=self.x.device)
         if x.ndim != 2 or x.shape[0] != self.x.shape[0]:
             raise ValueError(f"x must have shape ({self.x.shape[0]}, d); got {tuple(x.shape)}")
-        return dataclasses.replace(self, x=x)
+        new = dataclasses.replace(self, x=x)
+        if "_csr" in self.__dict__:  # same operator: share its CSR copies
+            new.__dict__["_csr"] = self.__dict__["_csr"]
+        return new
+
+    def aggregate(self, h: Tensor) -> Tensor:
+        """``operator @ h``, shape ``(4N, H)``: the stacked :math:`[Sh; S_xh; S_yh; S_zh]`.
+
+        On CPU and CUDA a COO operator that needs no gradient is multiplied in CSR form, and the backward
+        pass multiplies by a cached CSR transpose (the COO product transposes and coalesces the operator on
+        every backward call). Both CSR copies are built on first use and reused while ``operator`` is the same
+        tensor. The result equals ``torch.sparse.mm(operator, h)`` (same sums, in the same order).
+        """
+        op = self.operator
+        if op.layout != torch.sparse_coo or op.requires_grad or op.device.type not in ("cpu", "cuda"):
+            return torch.sparse.mm(op, h)
+        cached = self.__dict__.get("_csr")
+        if cached is None or cached[0] is not op:
+            with warnings.catch_warnings():  # "sparse CSR support is in beta": we use only the product
+                warnings.simplefilter("ignore", UserWarning)
+                a = op if op.is_coalesced() else op.coalesce()
+                cached = (op, _csr(a), _csr(a.t().coalesce()))
+            self.__dict__["_csr"] = cached
+        return _CSRProduct.apply(h, cached[1], cached[2])
 
     def to(self, device: Any) -> GraphBatch:
         """The same batch on ``device``."""
@@ -144,6 +170,27 @@ def collate(meshes: Sequence[Mesh], features: Sequence[Any], *, dtype: torch.dty
     )
 
 
+def _csr(a: Tensor) -> Tensor:
+    """The coalesced COO matrix ``a`` in CSR form, with int32 indices where they fit (~15% faster on CPU)."""
+    c = a.to_sparse_csr()
+    if max(a.shape[0], a.shape[1], a._nnz()) < 2**31 - 1:
+        c = torch.sparse_csr_tensor(c.crow_indices().int(), c.col_indices().int(), c.values(), c.shape)
+    return c
+
+
+class _CSRProduct(torch.autograd.Function):
+    """:math:`A h` with :math:`A` and :math:`A^\\top` given as CSR tensors; the gradient flows to ``h`` only."""
+
+    @staticmethod
+    def forward(ctx: Any, h: Tensor, a: Tensor, a_t: Tensor) -> Tensor:
+        ctx.a_t = a_t
+        return a @ h
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, None, None]:
+        return (ctx.a_t @ grad if ctx.needs_input_grad[0] else None), None, None
+
+
 class _Block(nn.Module):
     def __init__(self, hidden: int) -> None:
         super().__init__()
@@ -153,8 +200,8 @@ class _Block(nn.Module):
 
     def forward(self, h: Tensor, g: GraphBatch) -> Tensor:
         n = h.shape[0]
-        agg = torch.sparse.mm(g.operator, h).reshape(4, n, -1)
-        z = torch.cat([h, agg[0], agg[1], agg[2], agg[3]], 1)
+        agg = g.aggregate(h).reshape(4, n, -1)
+        z = torch.cat([h, *agg.unbind(0)], 1)  # unbind: one backward copy (indexing agg[k] zero-fills 4N x H 4 times)
         return h + self.u(self.act(self.v(z)))
 
 
