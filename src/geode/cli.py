@@ -643,6 +643,16 @@ def bench(
                     f"{slug:<22} {escape(h['case'])}: {h['ratio']:.2f}x [{h['low']:.2f}-{h['high']:.2f}] vs "
                     f"{escape(h['baseline'])}{mem}"
                 )
+                for case in rec["cases"]:
+                    for t in case.get("targets", []):
+                        from geode.claims.bench import met_text, target_text
+
+                        got = "not measured" if t["measured"] is None else f"{t['measured']:.3g}x"
+                        console.print(
+                            f"{'':<22} target {target_text(t)} vs {escape(t['baseline'])} ({escape(case['name'])}): "
+                            f"{got}, {met_text(t['met'])}",
+                            highlight=False,
+                        )
     if as_json:
         sys.stdout.write(json.dumps(records, indent=2, default=float) + "\n")
     if failed:

@@ -51,3 +51,29 @@ def test_bad_cases_are_rejected():
         BenchCase("x", lambda: 1, {})
     with pytest.raises(TypeError, match="callable"):
         BenchCase("x", 5, {"b": lambda: 1})
+
+
+def test_a_target_is_validated_and_recorded_with_whether_it_is_met():
+    from geode.claims.bench import Target
+
+    with pytest.raises(ValueError, match="metric"):
+        Target("speed", ">=", 1.5, "issue 44")
+    with pytest.raises(ValueError, match="op"):
+        Target("ratio", ">", 1.5, "issue 44")
+    with pytest.raises(ValueError, match="value"):
+        Target("ratio", ">=", -1, "issue 44")
+    with pytest.raises(ValueError, match="source"):
+        Target("ratio", ">=", 1.5, "")
+    with pytest.raises(ValueError, match="not one of the baselines"):
+        BenchCase("x", lambda: 1, {"b": lambda: 1}, target=Target("ratio", ">=", 1.5, "s", baseline="c"))
+    case = BenchCase(
+        "toy",
+        _sleep(0.01),
+        {"slow": _sleep(0.04), "fast": _sleep(0.012)},
+        target=[Target("ratio", ">=", 2.0, "test", baseline="slow"), Target("ratio", ">=", 2.0, "test")],
+    )
+    res = run_case(case, repeats=3, warmup=0)
+    slow, strongest = res["targets"]
+    assert slow["baseline"] == "slow" and slow["met"] is True and slow["measured"] > 2.0
+    assert strongest["baseline"] == "fast" and strongest["met"] is False
+    assert run_case(BenchCase("none", _sleep(0), {"b": _sleep(0)}), repeats=1, warmup=0).get("targets") is None

@@ -102,7 +102,16 @@ def test_F2_a_lone_surrogate_is_refused_at_write_and_skipped_at_read(capsys, fol
 
 
 @pytest.mark.parametrize(
-    "bench", ['{"headline": {"ratio": 1.5}, "cases": 5}', '{"cases": [{"baselines": 5}]}', '{"headline": [1]}', "[1]"]
+    "bench",
+    [
+        '{"headline": {"ratio": 1.5}, "cases": 5}',
+        '{"cases": [{"baselines": 5}]}',
+        '{"headline": [1]}',
+        "[1]",
+        '{"cases": [{"baselines": [], "targets": [{"metric": "speed", "op": ">=", "value": 1}]}]}',
+        '{"cases": [{"baselines": [], "targets": [{"metric": "ratio", "op": ">=", "value": 1, "met": "yes"}]}]}',
+        '{"cases": [{"baselines": [], "targets": {"metric": "ratio"}}]}',
+    ],
 )
 def test_F3_a_malformed_bench_json_is_a_skipped_line(capsys, folder, bench):
     (folder / "results" / "svf" / "bench.json").write_text(bench)

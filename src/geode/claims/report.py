@@ -117,8 +117,22 @@ class PaperResult:
         if h.get("low") is not None and h.get("high") is not None:
             speed += f" [{_fmt(h['low'])}-{_fmt(h['high'])}]"
         speed += f" vs {h.get('baseline', '?')}"
+        speed += _targets_text(self.bench or {})
         mem = h.get("memory_ratio")
         return speed, ("" if mem is None else f"{_fmt(mem)}x")
+
+
+def _targets_text(bench: dict[str, Any]) -> str:
+    """The stated targets of a bench record for the overview: the first case's, or a count over the cases."""
+    judged = [t for c in bench.get("cases") or [] if isinstance(c, dict) for t in c.get("targets") or []]
+    if not judged:
+        return ""
+    if len(judged) == 1:
+        from geode.claims.bench import met_text, target_text
+
+        return f"; target {target_text(judged[0])}: {met_text(judged[0].get('met'))}"
+    met = sum(1 for t in judged if t.get("met") is True)
+    return f"; targets met: {met} of {len(judged)}"
 
 
 def _fmt(x: Any) -> str:
@@ -193,6 +207,33 @@ def _check_bench(d: Any) -> None:
         for b in bases:
             if not all(number(b.get(k)) for k in ("ratio", "low", "high", "peak_mib", "memory_ratio")):
                 raise ValueError("a baseline's ratio, spread and memory must be numbers")
+        targets = c.get("targets", [])
+        if not isinstance(targets, list):
+            raise ValueError("a case's targets must be a list")
+        for t in targets:
+            _check_target(t)
+    if not all(number(head.get(k)) for k in ("targets", "targets_met")):
+        raise ValueError("its headline's target counts must be numbers")
+
+
+def _check_target(t: Any) -> None:
+    """A case's stored target: absent, or an object with a known metric and comparison, a number, a met flag."""
+    from geode.claims.bench import TARGET_METRICS, TARGET_OPS
+
+    if not isinstance(t, dict):
+        raise ValueError("a case's target must be an object")
+    if t.get("metric") not in TARGET_METRICS or t.get("op") not in TARGET_OPS:
+        raise ValueError(f"a target's metric must be one of {TARGET_METRICS} and its op one of {TARGET_OPS}")
+    v = t.get("value")
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ValueError("a target's value must be a number")
+    m = t.get("measured")
+    if m is not None and (isinstance(m, bool) or not isinstance(m, (int, float))):
+        raise ValueError("a target's measured value must be a number or null")
+    if t.get("met") not in (True, False, None):
+        raise ValueError("a target's met must be true, false or null")
+    if not all(t.get(k) is None or isinstance(t.get(k), str) for k in ("baseline", "source")):
+        raise ValueError("a target's baseline and source must be text")
 
 
 def summarize(
@@ -593,9 +634,22 @@ def _bench_rows(bench: dict[str, Any] | None) -> list[list[Any]]:
                         _fmt(case.get("candidate_peak_mib")),
                         _fmt(b.get("peak_mib")),
                         "" if b.get("memory_ratio") is None else f"{_fmt(b.get('memory_ratio'))}x",
+                        _row_target(case.get("targets"), b.get("name")),
                     ]
                 )
     return rows
+
+
+def _row_target(targets: Any, baseline: Any) -> str:
+    """The targets judged on this baseline's row: ``speed-up >= 1.5x: met (source)``; blank on the others."""
+    from geode.claims.bench import met_text, target_text
+
+    out = []
+    for t in targets if isinstance(targets, list) else []:
+        if isinstance(t, dict) and t.get("baseline") == baseline:
+            text = f"{target_text(t)}: {met_text(t.get('met'))}"
+            out.append(text + (f" ({t['source']})" if t.get("source") else ""))
+    return "; ".join(out)
 
 
 _BENCH_HEADER = [
@@ -605,6 +659,7 @@ _BENCH_HEADER = [
     "method peak MiB",
     "baseline peak MiB",
     "memory ratio",
+    "target",
 ]
 
 

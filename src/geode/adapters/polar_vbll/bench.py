@@ -51,5 +51,11 @@ def cases(size: str) -> list[BenchCase]:
             f"predictive on {n} sequences, Llama d={d} x {layers} layer(s), PoLAR r=8",
             candidate=polar_vbll,
             baselines={"PoLAR-MAP (one pass, linear head)": polar_map, "10-pass sampling": ten_passes},
+            differs={
+                "*": (
+                    "other predictive methods: PoLAR-MAP's point prediction and a 10-pass Monte Carlo average, "
+                    "not the candidate's closed-form VBLL predictive"
+                )
+            },
         )
     ]

@@ -63,5 +63,11 @@ def cases(size: str) -> list[BenchCase]:
                     lambda lin, g: SaMALinear(lin, r, r, r, shared=True, generator=g), d, x
                 ),
             },
+            differs={
+                "*": (
+                    "other adapter parameterisations (LoRA, shared Kronecker blocks) with their own initial "
+                    "weights; the losses differ by design"
+                )
+            },
         )
     ]

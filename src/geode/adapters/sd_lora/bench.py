@@ -77,5 +77,6 @@ def cases(size: str) -> list[BenchCase]:
             f"training step, batch {len(xs)}",
             candidate=_train_step(sd, xs, ys, cap),
             baselines={"CLIP-LoRA": _train_step(cl, xs, ys, cap)},
+            differs={"*": "SD-LoRA's training loss adds the self-distillation term (weight 1) to CLIP-LoRA's"},
         ),
     ]

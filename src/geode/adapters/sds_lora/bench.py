@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from geode.claims.bench import BenchCase
+from geode.claims.bench import BenchCase, Target
 
 __all__ = ["cases"]
 
@@ -27,13 +27,20 @@ _SHAPES = {
 }
 
 
+_TARGET = Target("ratio", ">=", 1 / 1.3, "revision 1 and issue 44: an SDS-LoRA step <= 1.3x LoRA's", baseline="LoRA")
+
+
 def _step(cls: Any, n_in: int, n_out: int, r: int, x: Any, dual: bool = False) -> Any:
     import torch
     from torch import nn
 
     from geode.core.random import torch_generator
 
-    layer = cls(nn.Linear(n_in, n_out), r, 2 * r, generator=torch_generator(0))
+    base = nn.Linear(n_in, n_out)
+    with torch.no_grad():  # the same frozen weights on every side (nn.Linear draws from the global stream)
+        base.weight.normal_(0, n_in**-0.5, generator=torch_generator(4))
+        base.bias.zero_()
+    layer = cls(base, r, 2 * r, generator=torch_generator(0))
     with torch.no_grad():
         layer.lora_B.normal_(0, 0.02, generator=torch_generator(1))
     if dual:
@@ -70,6 +77,7 @@ def cases(size: str) -> list[BenchCase]:
                 f"SDS-LoRA training step, {n_in} -> {n_out}, r={r}, {batch} x {tokens} tokens",
                 candidate=_step(SDSLoRALinear, n_in, n_out, r, x),
                 baselines={"LoRA": lora},
+                target=_TARGET,
             )
         )
     n_in, n_out, r = shapes[0]
@@ -78,6 +86,7 @@ def cases(size: str) -> list[BenchCase]:
             f"SDS-LoRA dual-branch training step, {n_in} -> {n_out}, r={r}, {batch} x {tokens} tokens",
             candidate=_step(SDSDualLoRALinear, n_in, n_out, r, inputs[n_in], dual=True),
             baselines={"LoRA": _step(LoRALinear, n_in, n_out, r, inputs[n_in])},
+            target=_TARGET,
         )
     )
     return out

@@ -56,5 +56,11 @@ def cases(size: str) -> list[BenchCase]:
                 "decoder refit (closed form)": refit,
                 "GAE ours (direct rotation + refit)": gae_direct,
             },
+            differs={
+                "*": (
+                    "other ways to adapt the dictionary (fine-tuning, decoder refit); each returns its own "
+                    "adapted model"
+                )
+            },
         )
     ]

@@ -57,5 +57,11 @@ def cases(size: str) -> list[BenchCase]:
             "at 70% MACs",
             candidate=run(schedule=dp),
             baselines={"full rank": run(), f"uniform rank {r_uni}": run(schedule=[[r_uni] * nb] * steps)},
+            differs={
+                "*": (
+                    "other rank schedules (full, uniform) sample through other low-rank denoisers, and report "
+                    "their own parameter counts"
+                )
+            },
         )
     ]

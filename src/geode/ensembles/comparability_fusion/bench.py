@@ -62,5 +62,11 @@ def cases(size: str) -> list[BenchCase]:
                 "mean + global TS": mean_gts,
                 "CR alternating + mean + global TS": lambda: recovery("alternating"),
             },
+            differs={
+                "*": (
+                    "other fusion rules (per-oracle TS, log pool, mean, CR alternating): other fused "
+                    "probabilities by design"
+                )
+            },
         )
     ]

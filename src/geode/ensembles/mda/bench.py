@@ -59,10 +59,21 @@ def cases(size: str) -> list[BenchCase]:
                 "TIES": lambda: ties_merge(base, fts, 0.2, 1.0),
                 "task arithmetic": lambda: task_arithmetic(base, fts, 0.3),
             },
+            differs={
+                "*": (
+                    "other merging methods (TIES, task arithmetic); they return a state dict, the candidate a "
+                    "merged model"
+                )
+            },
         ),
         BenchCase(
             f"merge with data ({steps} Adam steps, 128 unlabeled inputs per task), K={k}, MLP {d_in}-{hidden}-{feat}",
             candidate=lambda: MDA(lam=0.5, steps=steps).merge(base, fts, data=data, heads=heads),
             baselines={"AdaMerging (layer-wise)": ada},
+            differs={
+                "*": (
+                    "AdaMerging learns other merge coefficients; it returns a state dict, the candidate a merged model"
+                )
+            },
         ),
     ]

@@ -71,10 +71,12 @@ def cases(size: str) -> list[BenchCase]:
             f"reliability gate, N = {n_gate}, d = {d}, C = {c} (two exact mutual cosine kNN graphs, k = 50)",
             candidate=lambda: gate(cut),
             baselines={"confidence gate": lambda: gate(conf), "SafeCut, numpy kNN backend": lambda: gate(cut_numpy)},
+            differs={"confidence gate": "confidence gating uses the max-probabilities, not the cut statistic"},
         ),
         BenchCase(
             f"one adaptation epoch, N = {n_epoch} (test bed MLP + frozen-encoder partner, batch 128)",
             candidate=lambda: epoch("cut"),
             baselines={"confidence-gated training": lambda: epoch("confidence")},
+            differs={"*": "training with the confidence reliability updates the model differently by design"},
         ),
     ]

@@ -70,6 +70,7 @@ def cases(size: str) -> list[BenchCase]:
             f"one aggregation round, {k} clients, {n_params / 1e6:.2f}M parameters in {len(groups)} groups",
             candidate=lambda: craft.aggregate(glob, clients, n),
             baselines={"FedAvg": lambda: fedavg.aggregate(glob, clients, n)},
+            differs={"*": "FedAvg averages the updates; CRAFT aggregates along its conflict-free direction"},
         ),
         BenchCase(
             f"conflict-free direction of one {upd.shape[0]}x{upd.shape[1]} group",

@@ -36,5 +36,6 @@ def cases(size: str) -> list[BenchCase]:
             f"{steps} alignment steps, RealNVP {layers}x{hidden}, batch {batch}, 2 observables",
             candidate=lambda: ADA(base, obs, batch=batch).fit(exp, steps=steps),
             baselines={"moment matching": lambda: MomentMatching(base, obs, batch=batch).fit(exp, steps=steps)},
+            differs={"*": "moment matching is another alignment objective; each returns its own fitted flow"},
         )
     ]

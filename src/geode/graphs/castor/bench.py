@@ -97,5 +97,6 @@ def cases(size: str) -> list[BenchCase]:
             f"one full-batch training epoch on {name} (hidden 64, K={hops})",
             candidate=epoch(Castor(f, 64, c, hops)),
             baselines={"GPR-GNN": epoch(GPRGNN(f, 64, c, hops=hops)), "APPNP": epoch(APPNPNet(f, 64, c, hops=hops))},
+            differs={"*": "other GNNs (GPR-GNN, APPNP) with their own weights: other losses by design"},
         ),
     ]

@@ -11,11 +11,21 @@ accepted), peak memory ratio 0.90.
 
 from __future__ import annotations
 
+from typing import Any
+
 from geode.claims.bench import BenchCase
 
 __all__ = ["cases"]
 
 _SIZES = {"smoke": (4, 6), "quick": (8, 12), "full": (8, 32)}
+
+
+def _same_tokens(ours: Any, other: Any) -> None:
+    """Greedy self-speculative decoding must emit exactly the AR greedy tokens (only the drafts differ)."""
+    from geode.claims.bench import assert_same_output
+
+    tokens = lambda out: list(out[0] if isinstance(out, tuple) else out)  # noqa: E731
+    assert_same_output(tokens(ours), tokens(other), rtol=0, atol=0)
 
 
 def cases(size: str) -> list[BenchCase]:
@@ -40,5 +50,6 @@ def cases(size: str) -> list[BenchCase]:
                     model, prompt, max_new, mid[: len(mid) // 2], k=3
                 ),
             },
+            compare=_same_tokens,
         )
     ]

@@ -38,5 +38,6 @@ def cases(size: str) -> list[BenchCase]:
                 "FCFS": lambda: simulate(work, FCFS(), KV_SLOTS),
                 "SJF": lambda: simulate(work, SJF(), KV_SLOTS),
             },
+            differs={"*": "other scheduling policies (FCFS, SJF): other simulated request timelines by design"},
         )
     ]

@@ -8,7 +8,7 @@ harness reports the speed ratio and the peak-memory ratio (issue 19: Pack3D held
 
 from __future__ import annotations
 
-from geode.claims.bench import BenchCase
+from geode.claims.bench import BenchCase, Target
 
 __all__ = ["cases"]
 
@@ -40,6 +40,19 @@ def cases(size: str) -> list[BenchCase]:
         BenchCase(
             f"one attention layer, {s}^3 = {s**3} tokens, dim 64, 4 heads, forward",
             candidate=run(pack),
+            target=Target(
+                "memory_ratio",
+                "<=",
+                1.5,
+                "issue 44: peak memory <= 1.5x dense SDPA's (16k and 64k tokens)",
+                baseline="dense SDPA (same projections and axial RoPE)",
+            ),
             baselines={"dense SDPA (same projections and axial RoPE)": run(dense)},
+            differs={
+                "*": (
+                    "Pack3D attends exactly within a 3-D neighbourhood and to block summaries beyond it; dense "
+                    "SDPA attends to every token"
+                )
+            },
         )
     ]

@@ -7,7 +7,7 @@ backward); ``full`` size is meant for a GPU machine.
 
 from __future__ import annotations
 
-from geode.claims.bench import BenchCase
+from geode.claims.bench import BenchCase, Target
 
 __all__ = ["cases"]
 
@@ -51,6 +51,13 @@ def cases(size: str) -> list[BenchCase]:
         BenchCase(
             f"forward+backward, {total} tokens, {lengths.size} documents, D={d}",
             candidate=fwd_bwd(packed_long_conv),
+            target=Target(
+                "ratio",
+                ">=",
+                1.5,
+                "issues 19 and 44: >= 1.5x the per-document FFT loop, forward + backward",
+                baseline="per-document FFT loop",
+            ),
             baselines={
                 "per-document FFT loop": fwd_bwd(per_document_conv),
                 "padded batch": fwd_bwd(padded_batch_conv),

@@ -61,5 +61,6 @@ def cases(size: str) -> list[BenchCase]:
                 "No-Routing": step_of("none"),
                 "learned router": step_of("learned"),
             },
+            differs={"*": "other architectures (dense MLP, no routing, learned router) with their own weights"},
         )
     ]

@@ -42,6 +42,7 @@ def _case(model: Any, n: int, name: str) -> BenchCase:
             "trace-based DPO step": lambda: dpo.step(tb, None),
             "DPO step on 2x pairs": lambda: dpo2.step(tb2, None),
         },
+        differs={"*": "other preference objectives (trace-based DPO, DPO on twice the pairs)"},
     )
 
 

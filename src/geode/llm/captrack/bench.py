@@ -36,6 +36,9 @@ def _case(n_metrics: int, n_items: int, n_boot: int) -> BenchCase:
         f"{n_metrics} metrics x {n_items} probe items, {n_boot} bootstrap resamples",
         candidate=lambda: drift_report(base, adapted, cap, n_boot=n_boot, seed=0),
         baselines={"relative difference of means (no bootstrap)": plain},
+        differs={
+            "*": "the plain difference of means has no bootstrap; it returns means, the candidate a drift report"
+        },
     )
 
 

@@ -59,5 +59,6 @@ def cases(size: str) -> list[BenchCase]:
             f"one training step, batch {b}, 8 paper + 7 theorem nodes, decoder d={d}",
             candidate=make(True, False),
             baselines={"text only": make(False, True), "citation graph only": make(False, False)},
+            differs={"*": "other inputs by design (text only, citation graph only)"},
         )
     ]

@@ -41,6 +41,9 @@ def _case(model: Any, n: int, p: int, t: int, vocab: int, name: str) -> BenchCas
         f"{name}: forward + stable rank of {n} responses x {t} tokens",
         candidate=forward_and_sr,
         baselines={"forward pass alone": forward},
+        differs={
+            "*": "the baseline is the forward pass alone, a part of the candidate's work (which adds the stable rank)"
+        },
     )
 
 

@@ -69,5 +69,6 @@ def cases(size: str) -> list[BenchCase]:
                 "masked prediction": make("masked"),
                 "Welch-PSD features": lambda: float(welch_features(xn, 250.0).sum()),
             },
+            differs={"*": "other self-supervised objectives (masked prediction, Welch-PSD features)"},
         )
     ]

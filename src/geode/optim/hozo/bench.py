@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from geode.claims.bench import BenchCase
+from geode.claims.bench import BenchCase, Target
 
 __all__ = ["cases"]
 
@@ -49,6 +49,14 @@ def _model(size: str) -> tuple[Any, Any, str]:
     quantize_model(model, bits=4, group_size=32 if size == "quick" else 64)
     ids = torch.randint(4, model.config.vocab_size, (batch, seq), generator=torch.Generator().manual_seed(0))
     return model, ids, name
+
+
+def _same_loss(ours: Any, other: Any) -> None:
+    """Every side returns the loss of the same parameters on the same batch (MeZO's and HoZO's at a point
+    perturbed by eps = 1e-3 along a random direction, hence the tolerance)."""
+    from geode.claims.bench import assert_same_output
+
+    assert_same_output(float(ours), float(other), rtol=1e-3, atol=1e-6)
 
 
 def cases(size: str) -> list[BenchCase]:
@@ -99,6 +107,10 @@ def cases(size: str) -> list[BenchCase]:
         BenchCase(
             f"one step on the {n} int4 scales of {name}",
             candidate=zo_step(HoZO, lr=1e-6, eps=1e-3),
+            target=Target(
+                "ratio", ">=", 1 / 1.2, "issue 44 (and this bench): a HoZO step <= 1.2x MeZO's", baseline="MeZO"
+            ),
             baselines={"MeZO": zo_step(MeZO, lr=1e-9, eps=1e-3), "first-order Adam": adam_step},
+            compare=_same_loss,
         )
     ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from geode.claims.bench import BenchCase
+from geode.claims.bench import BenchCase, Target
 
 __all__ = ["cases"]
 
@@ -60,6 +60,16 @@ def cases(size: str) -> list[BenchCase]:
                     f"{d} steps, d={d}, {name}",
                     candidate=_stepper(GASRMC(t.log_prob, t.grad_log_prob, tau, 1.0, metric="fisher", **kw), x0, d, 1),
                     baselines={"SRMC": _stepper(SRMC(t.log_prob, t.grad_log_prob, tau, 1.0), x0, d, 1)},
+                    target=Target(
+                        "ratio",
+                        ">=",
+                        1 / 1.5,
+                        "issues 02 and 44: a GA-SRMC step <= 1.5x an SRMC step",
+                        baseline="SRMC",
+                    ),
+                    differs={
+                        "*": "SRMC is another Markov kernel (no Fisher metric): the chains move differently by design"
+                    },
                 )
             )
     t, x0, tau = targets["logistic n=1000"]
@@ -68,6 +78,7 @@ def cases(size: str) -> list[BenchCase]:
             f"{d} steps, d={d}, logistic, against the base kernel",
             candidate=_stepper(GASRMC(t.log_prob, t.grad_log_prob, tau, 1.0, fisher_warmup=0), x0, d, 1),
             baselines={"MALA": _stepper(MALA(t.log_prob, t.grad_log_prob, tau), x0, d, 1)},
+            differs={"*": "MALA is another Markov kernel: the chains move differently by design"},
         )
     )
     return out

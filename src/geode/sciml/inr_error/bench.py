@@ -107,5 +107,6 @@ def cases(size: str) -> list[BenchCase]:
                 "authors' scaled difference (fit, predict, heatmaps)": authors,
                 "fitting the ladder it reads": lambda: fit_family(ff, img, ff_levels),
             },
+            differs={"*": "the candidate returns nothing; the baselines fit the ladder or another error rule"},
         ),
     ]

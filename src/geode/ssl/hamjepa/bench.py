@@ -53,5 +53,6 @@ def cases(size: str) -> list[BenchCase]:
             f"one training step, 2 views x {b} MNIST-sized images, 256-d phase-space tokens",
             candidate=make("ham"),
             baselines={"SIGReg-LeJEPA": make("sigreg"), "MLP-predictor ablation": make("mlp")},
+            differs={"*": "other SSL objectives (SIGReg-LeJEPA, MLP predictor) by design"},
         )
     ]

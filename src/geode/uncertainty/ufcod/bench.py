@@ -34,10 +34,12 @@ def cases(size: str) -> list[BenchCase]:
             f"features of one {side}x{side} image (10 DDIM-reversal steps, U-Net width {width})",
             candidate=lambda: trajectory_features(model, one, n_ddim=10),
             baselines={"pixel kNN score of one image (100 refs)": lambda: det_px.score_samples(one.reshape(1, -1))},
+            differs={"*": "the pixel kNN score is another detector; the candidate returns diffusion features"},
         ),
         BenchCase(
             "score 1000 images against 100 references",
             candidate=lambda: det.score_samples(batch_f),
             baselines={"pixel kNN (256-D)": lambda: det_px.score_samples(batch_px)},
+            differs={"*": "the pixel kNN score is another detector by design"},
         ),
     ]

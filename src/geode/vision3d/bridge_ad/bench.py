@@ -58,5 +58,6 @@ def cases(size: str) -> list[BenchCase]:
             f"one training step, batch {b} source (+ {b} target), 32x32 rasters",
             candidate=make("bridge"),
             baselines={"DANN": make("dann"), "source-only": make("source")},
+            differs={"*": "other training objectives (DANN, source-only) by design"},
         )
     ]

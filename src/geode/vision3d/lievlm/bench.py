@@ -45,5 +45,6 @@ def cases(size: str) -> list[BenchCase]:
             f"fusion forward+backward, {b}x{n} tokens, d_vis {d}, M {m}",
             candidate=step("lie"),
             baselines={"additive fusion": step("add"), "MLP fusion on [v, g]": step("mlp")},
+            differs={"*": "other fusion operators (additive, MLP) by design"},
         )
     ]
