@@ -66,6 +66,14 @@ S in {20, 100, 500}, 48 bins, 2000 iterations.
 Harness v3 (issue 42, 2026-12-02; thresholds and runs unchanged, re-judged): quick seeds 0-2 read **inconclusive**
 (the v2 harness read partial on the same runs): not tuned by the protocol: msw1, imle. No idea ablation or
 learned-arm reference is declared yet (protocol v3; the rework issues 45-50).
+
+Revision 2 (2026-12-02): the network's weights are now drawn from its seed. Before, they came from the global
+torch RNG, so every number above depended on what had drawn from it earlier in the worker process (the same
+smoke run gave a restart spread of 0.40, 0.17 or 0.04 by import order alone). Quick seeds 0-2 re-run:
+inconclusive / not reproduced / inconclusive (v3; not tuned by the protocol: msw1, imle); fidelity gap msW1 -
+iMLE at S <= 100 from -0.069 to +0.035, -0.113 to -0.031, +0.037 to +0.106; rise after iMLE's plateau -0.037,
++0.348, +0.005; restart spread 0.66, 0.028, 0.072. The revision-1 "partial" above rested on one draw of the
+global RNG per seed; seed 1 now loses to iMLE at every shot level.
 """
 
 from __future__ import annotations
