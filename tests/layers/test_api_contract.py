@@ -129,6 +129,7 @@ CALLS = {  # -> (args, kwargs), built fresh each time
     "packed_long_conv": _CONV,
     "padded_batch_conv": _CONV,
     "per_document_conv": _CONV,
+    "per_document_conv_loop": _CONV,
     "plan_packed_conv": lambda: ((_CU, 8, 5), {}),
     "sample_document_lengths": lambda: ((64,), {"mix": "short"}),
     "single_fft_conv": _CONV,
@@ -169,7 +170,13 @@ OK: dict[str, dict[tuple[str, str], str]] = {
     },
     **{
         n: _NAN("x", "kernel")
-        for n in ("packed_long_conv", "padded_batch_conv", "per_document_conv", "single_fft_conv")
+        for n in (
+            "packed_long_conv",
+            "padded_batch_conv",
+            "per_document_conv",
+            "per_document_conv_loop",
+            "single_fft_conv",
+        )
     },
     "LearnedPositionalEmbedding.forward": {**_NAN("x"), ("x", "empty"): _EMPTY_BATCH},
     "BranchMLP.forward": {**_NAN("x"), ("x", "empty"): _EMPTY_BATCH},

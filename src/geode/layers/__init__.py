@@ -14,14 +14,15 @@ example.
 ``rubiconv``: RubiConv, boundary-respecting FFT long convolution on packed sequences::
 
     from geode.layers import (MIXES, PackedConvPlan, RubiConv, cu_seqlens_from_lengths, fft_size, packed_long_conv,
-                              padded_batch_conv, per_document_conv, plan_packed_conv, sample_document_lengths,
-                              single_fft_conv)
+                              padded_batch_conv, per_document_conv, per_document_conv_loop, plan_packed_conv,
+                              sample_document_lengths, single_fft_conv)
 
 * ``packed_long_conv``: ``(x, kernel, cu_seqlens) -> y``, the exact per-document causal convolution (differentiable);
 * ``RubiConv``: the ``nn.Module`` mixer (implicit or explicit filter) taking ``cu_seqlens`` in ``forward``;
 * ``plan_packed_conv`` (returns ``PackedConvPlan``): the reusable bucketing of one packing;
 * ``per_document_conv``, ``padded_batch_conv``, ``single_fft_conv``: the loop reference, the padded batch, the
   single FFT over the row (it leaks across documents);
+* ``per_document_conv_loop``: the same loop with a hand-written backward (the fair forward+backward baseline);
 * ``cu_seqlens_from_lengths``: document lengths to FlashAttention-style offsets; ``fft_size``: the FFT size rule;
 * ``sample_document_lengths``, ``MIXES``: synthetic packings (a tuple of the length-mix names).
 

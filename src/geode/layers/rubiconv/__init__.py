@@ -15,7 +15,8 @@ What is here:
   differentiable (explicit backward), deterministic; :func:`plan_packed_conv` builds its reusable bucketing.
 - :class:`RubiConv` ``(channels, max_len, filter="implicit" | "explicit")``: the ``nn.Module`` mixer for
   Hyena-style blocks, taking ``cu_seqlens`` in ``forward``.
-- Baselines: :func:`per_document_conv` (loop, the reference), :func:`padded_batch_conv`,
+- Baselines: :func:`per_document_conv` (loop, the reference), :func:`per_document_conv_loop` (the same loop
+  with a hand-written backward: the fair forward+backward baseline), :func:`padded_batch_conv`,
   :func:`single_fft_conv` (leaks), and document-masked attention
   (:func:`geode.layers.document_masked_attention`).
 - :func:`sample_document_lengths`: packings with realistic length mixes.
@@ -87,6 +88,7 @@ from geode.layers.rubiconv.conv import (
     packed_long_conv,
     padded_batch_conv,
     per_document_conv,
+    per_document_conv_loop,
     plan_packed_conv,
     single_fft_conv,
 )
@@ -102,6 +104,7 @@ __all__ = [
     "packed_long_conv",
     "padded_batch_conv",
     "per_document_conv",
+    "per_document_conv_loop",
     "plan_packed_conv",
     "sample_document_lengths",
     "single_fft_conv",

@@ -60,6 +60,7 @@ __all__ = [
     "packed_long_conv",
     "padded_batch_conv",
     "per_document_conv",
+    "per_document_conv_loop",
     "plan_packed_conv",
     "single_fft_conv",
 ]
@@ -305,7 +306,7 @@ def _apply(x: torch.Tensor, spectra: list[torch.Tensor], plan: PackedConvPlan, t
     out = torch.empty_like(x)
     for tile in tiles:
         spec, slots = _tile_spectrum(x, plan, tile)
-        _tile_write(out, spec * spectra[tile[0]].unsqueeze(1), plan, tile, slots)
+        _tile_write(out, spec.mul_(spectra[tile[0]].unsqueeze(1)), plan, tile, slots)
     return out
 
 
@@ -322,37 +323,41 @@ class _PackedLongConv(torch.autograd.Function):
       \\overline{X}\\big)_j` for :math:`j < K_b` (Eq. 4; the wrapped terms read the zero padding), summed over
       buckets; taps no document reaches get gradient 0.
 
-    Inputs are recomputed from ``x`` in the backward rather than storing the spectra (memory :math:`O(N D)`).
+    The kernel's per-bucket spectra (:math:`D \\sum_b F_b / 2` values, small next to the input) are kept from the
+    forward; the input's spectra are recomputed in the backward rather than stored (memory :math:`O(N D)`), and
+    the kernel gradient's spectrum is accumulated one bucket at a time.
     """
 
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, kernel: torch.Tensor, plan: PackedConvPlan, tiles: list[_Tile]):
+        spectra = _spectra(kernel, plan)
         ctx.save_for_backward(x, kernel)
-        ctx.plan, ctx.tiles = plan, tiles
-        return _apply(x, _spectra(kernel, plan), plan, tiles)
+        ctx.plan, ctx.tiles, ctx.spectra = plan, tiles, spectra
+        return _apply(x, spectra, plan, tiles)
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx: Any, grad: torch.Tensor):
         x, kernel = ctx.saved_tensors
-        plan, tiles = ctx.plan, ctx.tiles
+        plan, tiles, spectra = ctx.plan, ctx.tiles, ctx.spectra  # the kernel's spectra, kept from the forward
         grad = grad.contiguous()
         need_x, need_k = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
-        spectra = _spectra(kernel, plan)
         grad_x = torch.empty_like(x) if need_x else None
-        acc = [torch.zeros_like(s) for s in spectra] if need_k else None
-        for tile in tiles:
+        grad_k = torch.zeros_like(kernel) if need_k else None
+        acc = None
+        for i, tile in enumerate(tiles):
+            b = tile[0]
             spec_g, slots = _tile_spectrum(grad, plan, tile)
-            if need_x:
-                _tile_write(grad_x, spec_g * spectra[tile[0]].conj().unsqueeze(1), plan, tile, slots)  # Eq. 3
             if need_k:
                 spec_x, _ = _tile_spectrum(x, plan, tile)
-                acc[tile[0]] += (spec_g * spec_x.conj()).sum(dim=(0, 2))  # Eq. 4, summed over batch and rows
-        grad_k = None
-        if need_k:
-            grad_k = torch.zeros_like(kernel)
-            for a, f, t in zip(acc, plan.sizes, plan.taps):
-                grad_k[:, :t] += torch.fft.irfft(a, n=f, dim=-1)[:, :t]
+                cross = spec_x.conj_physical_().mul_(spec_g).sum(dim=(0, 2))  # Eq. 4, summed over batch and rows
+                acc = cross if acc is None else acc.add_(cross)
+                if i + 1 == len(tiles) or tiles[i + 1][0] != b:  # the bucket's last tile: its taps are done
+                    t = plan.taps[b]
+                    grad_k[:, :t] += torch.fft.irfft(acc, n=plan.sizes[b], dim=-1)[:, :t]
+                    acc = None
+            if need_x:
+                _tile_write(grad_x, spec_g.mul_(spectra[b].conj().unsqueeze(1)), plan, tile, slots)  # Eq. 3
         return grad_x, grad_k, None, None
 
 
@@ -446,7 +451,8 @@ def packed_long_conv(
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Baselines: the per-document loop (the reference), the padded batch, and the single leaky FFT.
+# Baselines: the per-document loop (the reference, and the loop with its own backward), the padded batch, and
+# the single leaky FFT.
 # ----------------------------------------------------------------------------------------------------------
 
 
@@ -476,6 +482,75 @@ def per_document_conv(x: torch.Tensor, kernel: torch.Tensor, cu_seqlens: Sequenc
         spec = torch.fft.rfft(xt[..., s:e], n=f, dim=-1) * torch.fft.rfft(k[:, :taps], n=f, dim=-1)
         outs.append(torch.fft.irfft(spec, n=f, dim=-1)[..., :m])
     y = torch.cat(outs, dim=-1) if outs else xt.clone()
+    return y.transpose(-1, -2).to(x.dtype)
+
+
+class _PerDocumentLoop(torch.autograd.Function):
+    """The per-document FFT loop with a hand-written backward (Eqs. 3-4 of :class:`_PackedLongConv`, per document).
+
+    Forward and backward loop over documents; each gradient is written into one preallocated full-size output
+    (no autograd graph of slices, whose backward would materialise a full-size gradient per document). Like
+    :func:`packed_long_conv`, only ``x`` and ``kernel`` are saved and the spectra are recomputed.
+    """
+
+    @staticmethod
+    def forward(ctx: Any, xt: torch.Tensor, kernel: torch.Tensor, docs: list[tuple[int, int, int, int]]):
+        ctx.save_for_backward(xt, kernel)
+        ctx.docs = docs
+        out = torch.empty_like(xt)
+        for s, e, taps, f in docs:
+            spec = torch.fft.rfft(xt[..., s:e], n=f, dim=-1) * torch.fft.rfft(kernel[:, :taps], n=f, dim=-1)
+            out[..., s:e] = torch.fft.irfft(spec, n=f, dim=-1)[..., : e - s]
+        return out
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx: Any, grad: torch.Tensor):
+        xt, kernel = ctx.saved_tensors
+        need_x, need_k = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+        grad_x = torch.empty_like(xt) if need_x else None  # every token is in one non-empty document
+        grad_k = torch.zeros_like(kernel) if need_k else None
+        lead = tuple(range(xt.ndim - 2))  # batch dimensions, summed for the kernel gradient
+        for s, e, taps, f in ctx.docs:
+            spec_g = torch.fft.rfft(grad[..., s:e], n=f, dim=-1)
+            if need_x:  # Eq. 3: anti-causal correlation with the kernel
+                spec_k = torch.fft.rfft(kernel[:, :taps], n=f, dim=-1)
+                grad_x[..., s:e] = torch.fft.irfft(spec_g * spec_k.conj(), n=f, dim=-1)[..., : e - s]
+            if need_k:  # Eq. 4: correlation of the output gradient with the input, summed over the batch
+                cross = spec_g * torch.fft.rfft(xt[..., s:e], n=f, dim=-1).conj()
+                if lead:
+                    cross = cross.sum(dim=lead)
+                grad_k[:, :taps] += torch.fft.irfft(cross, n=f, dim=-1)[:, :taps]
+        return grad_x, grad_k, None
+
+
+def per_document_conv_loop(
+    x: torch.Tensor, kernel: torch.Tensor, cu_seqlens: Sequence[int] | torch.Tensor
+) -> torch.Tensor:
+    """The per-document FFT loop of :func:`per_document_conv` with a hand-written backward: the fair speed baseline.
+
+    Same forward as :func:`per_document_conv` (one exact-size rFFT convolution per document, Eq. 1), but
+    differentiated by an explicit backward that loops over the documents again: the input gradient is the
+    anti-causal correlation with the kernel (Eq. 3), the kernel gradient the correlation of the output gradient
+    with the input (Eq. 4), each written into one preallocated full-size tensor. Autograd through
+    :func:`per_document_conv`'s slices instead builds a full-size gradient per document, :math:`O(M N D)` for
+    :math:`M` documents; this loop's backward costs the FFT work of about two forwards, so it is the strongest
+    loop to time :func:`packed_long_conv` against. Same parameters and result (values and first-order
+    gradients) as :func:`packed_long_conv`.
+
+    NaN and inf in ``x`` and ``kernel`` propagate to the output as in torch's own convolutions (no per-call scan:
+    this runs inside every training step).
+    """
+    n, _, length = _check_inputs(x, kernel)
+    cu = check_cu_seqlens(cu_seqlens, n).tolist()
+    docs = []
+    for s, e in zip(cu[:-1], cu[1:]):
+        if e > s:
+            taps = min(length, e - s)
+            docs.append((s, e, taps, fft_size(e - s + taps - 1)))
+    cdt = _compute_dtype(x.dtype)
+    xt = x.to(cdt).transpose(-1, -2)  # a view: each document's slice is copied once, into its FFT's padding
+    y = _PerDocumentLoop.apply(xt, kernel.to(cdt), docs)
     return y.transpose(-1, -2).to(x.dtype)
 
 
