@@ -25,7 +25,9 @@ import numpy as np
 
 from geode.core.validation import check_array, check_int
 
-__all__ = ["CutStatistic", "cut_reliability", "cut_statistic", "knn_graph", "mutual_mask"]
+__all__ = ["CutStatistic", "GraphCache", "cut_reliability", "cut_statistic", "knn_graph", "mutual_mask"]
+
+DTYPES = ("float64", "float32")
 
 
 def knn_graph(
@@ -36,6 +38,7 @@ def knn_graph(
     metric: str = "euclidean",
     backend: str = "brute",
     zero_rows: str = "raise",
+    dtype: str = "float64",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact k nearest neighbours of every row (self excluded).
 
@@ -56,8 +59,13 @@ def knn_graph(
     backend : {"brute", "sklearn", "torch"}
         ``"brute"``: numpy in row chunks; ``"sklearn"``: :class:`sklearn.neighbors.NearestNeighbors`
         (a KD/ball tree in low dimension, blocked BLAS otherwise); ``"torch"``: row chunks of one matrix
-        product and ``torch.topk`` (about twice as fast as ``"brute"`` on a CPU; the release's GPU path).
-        All are exact; ties may be ordered differently.
+        product and ``torch.topk``, for ``"cosine"`` taken on the similarity (no ``1 - cos`` pass over the
+        block; the release's GPU path). All are exact; ties may be ordered differently.
+    dtype : {"float64", "float32"}
+        Precision of the products (``"brute"`` and ``"torch"``). ``"float32"`` is about twice as fast but
+        rounds the similarities to about 1e-7, so near-ties may swap, and a neighbour set may change
+        where the k-th and (k+1)-th are that close; distances are then accurate to about 1e-7. The default
+        ``"float64"`` is the one the claim runs.
 
     Returns
     -------
@@ -85,6 +93,7 @@ def knn_graph(
     if k > n - 1:
         raise ValueError(f"k must be <= n_samples - 1 = {n - 1} (self is excluded); got {k}")
     chunk = check_int("chunk", chunk, low=1)
+    dtype = check_choice("dtype", dtype, DTYPES)
     if backend == "sklearn":
         from sklearn.neighbors import NearestNeighbors
 
@@ -92,14 +101,17 @@ def knn_graph(
         dist, idx = nn.fit(X).kneighbors()  # kneighbors() excludes each query point; cosine: 1 - cos
         return idx.astype(np.int64), dist
     if backend == "torch":
-        return _knn_torch(X, k, chunk, cosine)
+        return _knn_torch(X, k, chunk, cosine, dtype)
+    if dtype == "float32":
+        X = X.astype(np.float32)
     sq = np.einsum("ij,ij->i", X, X)
     idx = np.empty((n, k), dtype=np.int64)
     dist = np.empty((n, k))
     for start in range(0, n, chunk):
         stop = min(start + chunk, n)
-        if cosine:  # d = 1 - cos directly (exact for zero rows too)
-            d2 = 1.0 - X[start:stop] @ X.T
+        if cosine:  # d = 1 - cos directly (exact for zero rows too), in place
+            d2 = X[start:stop] @ X.T
+            np.subtract(1.0, d2, out=d2)
         else:
             d2 = sq[start:stop, None] + sq[None, :] - 2.0 * X[start:stop] @ X.T
         np.maximum(d2, 0.0, out=d2)
@@ -113,24 +125,38 @@ def knn_graph(
     return idx, dist
 
 
-def _knn_torch(X: np.ndarray, k: int, chunk: int, cosine: bool) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`knn_graph`'s ``"torch"`` backend (rows already unit-normalised when ``cosine``)."""
+def _knn_torch(X: np.ndarray, k: int, chunk: int, cosine: bool, dtype: str) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`knn_graph`'s ``"torch"`` backend (rows already unit-normalised when ``cosine``).
+
+    Cosine: the k largest similarities of each row (self set to -inf), then :math:`d = \\max(1 - s, 0)` on
+    those k only: the same values as ``1 - s`` over the whole block, and the same neighbours up to ties
+    (two similarities that differ by less than an ulp of 1 give the same distance). Memory: one block of
+    ``chunk`` x N products.
+    """
     import torch
 
     n = X.shape[0]
-    xt = torch.as_tensor(X)
-    sq = (xt * xt).sum(dim=1)
+    xt = torch.as_tensor(X, dtype=torch.float32 if dtype == "float32" else torch.float64)
     idx = torch.empty((n, k), dtype=torch.int64)
-    dist = torch.empty((n, k), dtype=xt.dtype)
+    dist = torch.empty((n, k), dtype=torch.float64)
+    if cosine:
+        for start in range(0, n, chunk):
+            stop = min(start + chunk, n)
+            sim = xt[start:stop] @ xt.T
+            rows = torch.arange(stop - start)
+            sim[rows, rows + start] = -float("inf")  # exclude self
+            vals, part = torch.topk(sim, k, dim=1, largest=True, sorted=True)
+            idx[start:stop], dist[start:stop] = part, (1.0 - vals.double()).clamp_(min=0.0)
+        return idx.numpy(), dist.numpy()
+    sq = (xt * xt).sum(dim=1)
     for start in range(0, n, chunk):
         stop = min(start + chunk, n)
-        prod = xt[start:stop] @ xt.T
-        d = 1.0 - prod if cosine else (sq[start:stop, None] + sq[None, :] - 2.0 * prod)
+        d = sq[start:stop, None] + sq[None, :] - 2.0 * (xt[start:stop] @ xt.T)
         d.clamp_(min=0.0)
         rows = torch.arange(stop - start)
         d[rows, rows + start] = float("inf")  # exclude self
         vals, part = torch.topk(d, k, dim=1, largest=False, sorted=True)
-        idx[start:stop], dist[start:stop] = part, vals if cosine else vals.sqrt()
+        idx[start:stop], dist[start:stop] = part, vals.double().sqrt()
     return idx.numpy(), dist.numpy()
 
 
@@ -254,6 +280,48 @@ def mutual_mask(neighbors: Any) -> np.ndarray:
     return (keys[pos] == back).reshape(n, k)
 
 
+class GraphCache:
+    """The last mutual cosine kNN graph of :func:`cut_reliability`, reused while its input is unchanged.
+
+    SafeCut's partner has frozen features: its graph is the same at every epoch's refresh, and building it is
+    nearly all of the refresh's cost. Pass one cache per feature set (``cache=`` of :func:`cut_reliability`):
+    a call whose features equal the stored copy (``numpy.array_equal``, :math:`O(Nd)`) and whose graph
+    settings (k, backend, dtype) match reuses the neighbours, distances and mutual mask bit for bit; any other
+    call rebuilds and replaces them. The stored copy of the features makes in-place edits of the caller's array
+    invalidate the cache too.
+
+    Attributes
+    ----------
+    hits, misses : int
+        Calls that reused the graph / built it.
+    """
+
+    def __init__(self) -> None:
+        self._key: tuple[Any, ...] | None = None
+        self._features: np.ndarray | None = None
+        self._graph: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.hits = 0
+        self.misses = 0
+
+    def graph(self, X: np.ndarray, key: tuple[Any, ...], build: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(neighbors, distances, mutual mask)`` of ``X`` (read-only arrays), from the cache or ``build()``."""
+        f = self._features
+        if self._graph is not None and key == self._key and f is not None and f.shape == X.shape:
+            if np.array_equal(f, X):
+                self.hits += 1
+                return self._graph
+        self.misses += 1
+        graph = tuple(build())
+        for a in graph:
+            a.setflags(write=False)
+        self._key, self._features, self._graph = key, np.array(X, copy=True), graph  # type: ignore[assignment]
+        return graph  # type: ignore[return-value]
+
+    def clear(self) -> None:
+        """Forget the stored graph."""
+        self._key = self._features = self._graph = None
+
+
 def cut_reliability(
     features: Any,
     pseudo_labels: Any,
@@ -263,6 +331,8 @@ def cut_reliability(
     isolated: float = 0.1,
     fallback_knn: bool = True,
     backend: str = "brute",
+    dtype: str = "float64",
+    cache: GraphCache | None = None,
     return_parts: bool = False,
 ) -> np.ndarray | tuple[np.ndarray, np.ndarray, np.ndarray]:
     """SafeCut's reliability :math:`r_i = \\exp(-\\mathrm{cut}_i)` of pseudo-labels on a mutual cosine kNN graph.
@@ -298,6 +368,12 @@ def cut_reliability(
         ``--isolated_fallback_regular_knn``); else it is isolated.
     backend : {"brute", "sklearn", "torch"}
         :func:`knn_graph`'s backend.
+    dtype : {"float64", "float32"}
+        :func:`knn_graph`'s precision (default float64, the claim's; float32 is about twice as fast and
+        may swap near-tied neighbours).
+    cache : GraphCache, optional
+        Reuse the graph of the previous call on the same features (a frozen representation); the result is
+        bit-identical to building it again.
     return_parts : bool
         Also return ``cut`` and the degree :math:`\\sum_j w_{ij}`.
 
@@ -322,8 +398,19 @@ def cut_reliability(
 
     tau_sim = check_real("tau_sim", tau_sim, low=0.0, low_inclusive=False)
     isolated = check_real("isolated", isolated, low=0.0, high=1.0)
-    nbr, d = knn_graph(X, k, metric="cosine", backend=backend, zero_rows="orthogonal")  # d = 1 - cos
-    mask = mutual_mask(nbr)
+    k = check_int("k", k, low=1)
+
+    def build() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        nbr, d = knn_graph(X, k, metric="cosine", backend=backend, zero_rows="orthogonal", dtype=dtype)  # 1 - cos
+        return nbr, d, mutual_mask(nbr)
+
+    if cache is None:
+        nbr, d, mask = build()
+    else:
+        if not isinstance(cache, GraphCache):
+            raise TypeError(f"cache must be a GraphCache or None; got {type(cache).__name__}")
+        nbr, d, mask = cache.graph(X, (k, backend, dtype), build)
+        mask = mask.copy()
     if fallback_knn:
         mask[~mask.any(axis=1)] = True
     w = np.exp(-d / tau_sim) * mask

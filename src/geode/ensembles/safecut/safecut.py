@@ -35,9 +35,9 @@ import numpy as np
 
 from geode.core.validation import check_array, check_choice, check_int, check_real
 from geode.ensembles.mutual import MutualCorrection, RoundState, _forward, _inputs, _trainable
-from geode.ensembles.safecut.cutstat import cut_reliability, cut_statistic
+from geode.ensembles.safecut.cutstat import DTYPES, GraphCache, cut_reliability, cut_statistic
 
-__all__ = ["RELIABILITIES", "SafeCut", "SafeCutGate", "SafeCutRounds", "diversity_loss", "iic_loss"]
+__all__ = ["RELIABILITIES", "SafeCut", "SafeCutGate", "SafeCutRounds", "SafeCutRun", "diversity_loss", "iic_loss"]
 
 
 class SafeCutGate:
@@ -224,6 +224,9 @@ class SafeCut:
     ----------
     k, tau_sim, isolated, fallback_knn, backend
         :func:`cut_reliability`'s.
+    knn_dtype : {"float64", "float32"}
+        :func:`cut_reliability`'s ``dtype``: precision of the kNN search (default float64, as the claim runs;
+        float32 is about twice as fast and may swap near-tied neighbours).
     beta : float
         Gate sharpness :math:`\\beta \\ge 0`.
     iic_weight, div_weight, temporal_weight : float
@@ -252,7 +255,9 @@ class SafeCut:
     module whose ``embed`` is frozen (the release: CLIP with learnable prompts; its image features are
     cached once, as here); the last epoch's models are returned (the release also reports the best epoch by
     labelled target accuracy, which we never do). The caches of the target model's features and predictions
-    are refreshed from the training-mode forward of each mini-batch, as in the release.
+    are refreshed from the training-mode forward of each mini-batch, as in the release. The partner's kNN graph
+    is built once per :meth:`fit` (:class:`~geode.ensembles.safecut.cutstat.GraphCache`): its features are frozen, so
+    each epoch's refresh rebuilds only the target model's graph (the same reliabilities, bit for bit).
     """
 
     def __init__(
@@ -275,6 +280,7 @@ class SafeCut:
         isolated: float = 0.1,
         fallback_knn: bool = True,
         backend: str = "brute",
+        knn_dtype: str = "float64",
         seed: int = 0,
     ) -> None:
         self.k = check_int("k", k, low=1)
@@ -294,6 +300,7 @@ class SafeCut:
         self.isolated = check_real("isolated", isolated, low=0.0, high=1.0)
         self.fallback_knn = bool(fallback_knn)
         self.backend = check_choice("backend", backend, ("brute", "sklearn", "torch"))
+        self.knn_dtype = check_choice("knn_dtype", knn_dtype, DTYPES)
         self.seed = check_int("seed", seed, low=0)
 
     def ema_momentum(self, epoch: int) -> float:
@@ -301,8 +308,13 @@ class SafeCut:
         t = epoch / max(self.epochs - 1, 1)
         return self.ema_start + (self.ema_end - self.ema_start) * (1.0 - math.cos(math.pi * t)) / 2.0
 
-    def reliabilities(self, feats: np.ndarray, probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Per-sample reliability of ``probs``' arg-max labels in ``feats`` (by :attr:`reliability`)."""
+    def reliabilities(
+        self, feats: np.ndarray, probs: np.ndarray, rng: np.random.Generator, cache: GraphCache | None = None
+    ) -> np.ndarray:
+        """Per-sample reliability of ``probs``' arg-max labels in ``feats`` (by :attr:`reliability`).
+
+        ``cache``: a :class:`~geode.ensembles.safecut.cutstat.GraphCache` for features that do not change between
+        calls (the frozen partner's)."""
         if self.reliability == "confidence":
             return probs.max(axis=1)
         if self.reliability == "naive":
@@ -315,6 +327,8 @@ class SafeCut:
             isolated=self.isolated,
             fallback_knn=self.fallback_knn,
             backend=self.backend,
+            dtype=self.knn_dtype,
+            cache=cache,
         )
         return rng.permutation(r) if self.reliability == "shuffled" else r
 
@@ -372,60 +386,18 @@ class SafeCut:
             One entry before training and one per epoch: mean gates and, with ``y``, the accuracies and the
             gate-weighted net correction of each direction (as in :meth:`MutualCorrection.fit`).
         """
-        import copy
-
-        import torch
-        import torch.nn.functional as F
-
-        from geode.core.random import torch_generator
-
-        x, yy = _inputs(x, y)
-        n = x.shape[0]
-        if self.reliability in ("cut", "shuffled") and self.k > n - 1:
-            raise ValueError(f"k must be <= n_samples - 1 = {n - 1}; got {self.k}")
-        model_t, model_v = copy.deepcopy(model_t), copy.deepcopy(model_v)
-        gen = torch_generator(self.seed)
-        rng = np.random.default_rng(self.seed)
-        pt, ft = _forward(model_t, x)  # warm-up pass (eval mode)
-        pv, fv = _forward(model_v, x)
-        if pt.shape[1] != pv.shape[1]:
-            raise ValueError(f"the two models must predict the same classes; got {pt.shape[1]} and {pv.shape[1]}")
-        t_prob, p_prob = torch.as_tensor(pt, dtype=torch.float32), torch.as_tensor(pv, dtype=torch.float32)
-        t_feat = torch.as_tensor(ft, dtype=torch.float32)
-        w_t, w_p = self.reliabilities(ft, pt, rng), self.reliabilities(fv, pv, rng)
-        history = [self._record(0, yy, w_t, w_p, pt, pv)]
-        opt_t = torch.optim.Adam(_trainable(model_t), lr=self.lr, weight_decay=self.weight_decay)
-        params_v = _trainable(model_v)
-        opt_v = torch.optim.Adam(params_v, lr=self.lr_partner, weight_decay=self.weight_decay) if params_v else None
+        run = self.start(model_t, model_v, x, y=y)
         for epoch in range(self.epochs):
-            g_p2t_all, g_t2p_all = (torch.as_tensor(g, dtype=torch.float32) for g in self.gates(w_t, w_p))
-            model_t.train()
-            model_v.train()
-            perm = torch.randperm(n, generator=gen)
-            for start in range(0, n, self.batch_size):
-                b = perm[start : start + self.batch_size]
-                xb, g_p2t, g_t2p = x[b], g_p2t_all[b], g_t2p_all[b]
-                t_prev, p_prev = t_prob[b].clone(), p_prob[b].clone()
-                logits_t = model_t(xb)
-                logp_t = F.log_softmax(logits_t, dim=1)
-                logp_v = F.log_softmax(model_v(xb), dim=1)
-                with torch.no_grad():
-                    t_prob[b], p_prob[b] = logp_t.exp(), logp_v.exp()
-                    t_feat[b] = model_t.embed(xb).detach() if hasattr(model_t, "embed") else logits_t.detach()
-                loss_t, loss_v = self.losses(logp_t, logp_v, t_prev, p_prev, g_p2t, g_t2p)
-                opt_t.zero_grad()
-                loss_t.backward()
-                opt_t.step()
-                if opt_v is not None:
-                    opt_v.zero_grad()
-                    loss_v.backward()
-                    opt_v.step()
-            m = self.ema_momentum(epoch)  # refresh the reliabilities from the caches (release: every epoch)
-            tp, pp = t_prob.double().numpy(), p_prob.double().numpy()
-            w_t = m * w_t + (1.0 - m) * self.reliabilities(t_feat.double().numpy(), tp, rng)
-            w_p = m * w_p + (1.0 - m) * self.reliabilities(fv, pp, rng)
-            history.append(self._record(epoch + 1, yy, w_t, w_p, tp, pp))
-        return model_t, model_v, history
+            run.epoch(epoch)
+        return run.model_t, run.model_v, run.history
+
+    def start(self, model_t: Any, model_v: Any, x: Any, *, y: Any = None) -> SafeCutRun:
+        """The state of :meth:`fit` after its warm-up pass: run its epochs with :meth:`SafeCutRun.epoch`.
+
+        ``fit`` is ``run = start(...)``, then ``run.epoch(e)`` for each epoch; a run exposes the two parts of
+        an epoch (:meth:`SafeCutRun.train_pass`, :meth:`SafeCutRun.refresh`), e.g. to time the gate's share.
+        """
+        return SafeCutRun(self, model_t, model_v, x, y)
 
     def _record(self, epoch: int, yy: Any, w_t: Any, w_p: Any, pt: np.ndarray, pv: np.ndarray) -> dict[str, float]:
         g_p2t, g_t2p = self.gates(w_t, w_p)
@@ -437,3 +409,97 @@ class SafeCut:
             rec["net_correction_t"] = float(np.mean(g_p2t * (ok_v & ~ok_t)) - np.mean(g_p2t * (~ok_v & ok_t)))
             rec["net_correction_v"] = float(np.mean(g_t2p * (ok_t & ~ok_v)) - np.mean(g_t2p * (~ok_t & ok_v)))
         return rec
+
+
+class SafeCutRun:
+    """One :meth:`SafeCut.fit` in progress: the models, optimisers, caches and smoothed reliabilities.
+
+    Built by :meth:`SafeCut.start` (copies of the models, the warm-up pass, the first reliabilities); each
+    :meth:`epoch` is :meth:`train_pass` (the mini-batches) then :meth:`refresh` (the gate: both models'
+    reliabilities on the cached features and predictions, EMA-smoothed). The partner's kNN graph is kept in
+    :attr:`partner_graph` (a :class:`~geode.ensembles.safecut.cutstat.GraphCache`) across refreshes.
+
+    Attributes
+    ----------
+    model_t, model_v : torch.nn.Module
+        The models being adapted (copies of those given).
+    history : list of dict
+        :meth:`SafeCut.fit`'s history so far.
+    w_t, w_p : numpy.ndarray
+        The smoothed reliabilities.
+    """
+
+    def __init__(self, method: SafeCut, model_t: Any, model_v: Any, x: Any, y: Any = None) -> None:
+        import copy
+
+        import torch
+
+        from geode.core.random import torch_generator
+
+        self.method = m = method
+        x, yy = _inputs(x, y)
+        n = x.shape[0]
+        if m.reliability in ("cut", "shuffled") and m.k > n - 1:
+            raise ValueError(f"k must be <= n_samples - 1 = {n - 1}; got {m.k}")
+        model_t, model_v = copy.deepcopy(model_t), copy.deepcopy(model_v)
+        self.gen = torch_generator(m.seed)
+        self.rng = rng = np.random.default_rng(m.seed)
+        pt, ft = _forward(model_t, x)  # warm-up pass (eval mode)
+        pv, fv = _forward(model_v, x)
+        if pt.shape[1] != pv.shape[1]:
+            raise ValueError(f"the two models must predict the same classes; got {pt.shape[1]} and {pv.shape[1]}")
+        self.t_prob, self.p_prob = torch.as_tensor(pt, dtype=torch.float32), torch.as_tensor(pv, dtype=torch.float32)
+        self.t_feat = torch.as_tensor(ft, dtype=torch.float32)
+        self.fv = fv  # the partner's features: frozen, computed once
+        self.partner_graph = GraphCache()
+        self.w_t = m.reliabilities(ft, pt, rng)
+        self.w_p = m.reliabilities(fv, pv, rng, self.partner_graph)
+        self.history = [m._record(0, yy, self.w_t, self.w_p, pt, pv)]
+        self.opt_t = torch.optim.Adam(_trainable(model_t), lr=m.lr, weight_decay=m.weight_decay)
+        params_v = _trainable(model_v)
+        self.opt_v = torch.optim.Adam(params_v, lr=m.lr_partner, weight_decay=m.weight_decay) if params_v else None
+        self.model_t, self.model_v, self.x, self.yy, self.n = model_t, model_v, x, yy, n
+
+    def epoch(self, epoch: int) -> None:
+        """One pass over the data with the current gates, then the refresh of the reliabilities."""
+        self.train_pass()
+        self.refresh(epoch)
+
+    def train_pass(self) -> None:
+        """The mini-batches of one epoch, gated by the current reliabilities (the caches are updated)."""
+        import torch
+        import torch.nn.functional as F
+
+        m, model_t, model_v, x, n = self.method, self.model_t, self.model_v, self.x, self.n
+        t_prob, p_prob, t_feat = self.t_prob, self.p_prob, self.t_feat
+        g_p2t_all, g_t2p_all = (torch.as_tensor(g, dtype=torch.float32) for g in m.gates(self.w_t, self.w_p))
+        model_t.train()
+        model_v.train()
+        perm = torch.randperm(n, generator=self.gen)
+        for start in range(0, n, m.batch_size):
+            b = perm[start : start + m.batch_size]
+            xb, g_p2t, g_t2p = x[b], g_p2t_all[b], g_t2p_all[b]
+            t_prev, p_prev = t_prob[b].clone(), p_prob[b].clone()
+            logits_t = model_t(xb)
+            logp_t = F.log_softmax(logits_t, dim=1)
+            logp_v = F.log_softmax(model_v(xb), dim=1)
+            with torch.no_grad():
+                t_prob[b], p_prob[b] = logp_t.exp(), logp_v.exp()
+                t_feat[b] = model_t.embed(xb).detach() if hasattr(model_t, "embed") else logits_t.detach()
+            loss_t, loss_v = m.losses(logp_t, logp_v, t_prev, p_prev, g_p2t, g_t2p)
+            self.opt_t.zero_grad()
+            loss_t.backward()
+            self.opt_t.step()
+            if self.opt_v is not None:
+                self.opt_v.zero_grad()
+                loss_v.backward()
+                self.opt_v.step()
+
+    def refresh(self, epoch: int) -> None:
+        """The gate: both reliabilities from the caches, EMA-smoothed (release: every epoch); appends history."""
+        m = self.method
+        mom = m.ema_momentum(epoch)
+        tp, pp = self.t_prob.double().numpy(), self.p_prob.double().numpy()
+        self.w_t = mom * self.w_t + (1.0 - mom) * m.reliabilities(self.t_feat.double().numpy(), tp, self.rng)
+        self.w_p = mom * self.w_p + (1.0 - mom) * m.reliabilities(self.fv, pp, self.rng, self.partner_graph)
+        self.history.append(m._record(epoch + 1, self.yy, self.w_t, self.w_p, tp, pp))
