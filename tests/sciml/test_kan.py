@@ -70,10 +70,83 @@ def test_kan_layer_is_the_sum_of_its_edge_functions():
     assert torch.allclose(layer(x), torch.nn.functional.silu(x) @ layer.scale_base, atol=1e-6)
 
 
+def _float64(make):
+    """Build in float64 (a float32-built grid cast to float64 is uniform only to float32 rounding)."""
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        return make()
+    finally:
+        torch.set_default_dtype(old)
+
+
+def _dense_reference(layer: KANLayer, x: torch.Tensor) -> torch.Tensor:
+    """The layer as computed before the local basis (issue 44): the dense closed-form cubic basis over all G + k
+    functions, one einsum with the coefficients, the SiLU base term added (kept here as the reference)."""
+    ens = layer.ensemble is not None
+    grid, coef, sb, sp = (t if ens else t[None] for t in (layer.grid, layer.coef, layer.scale_base, layer.scale_sp))
+    xs = (x if x.ndim == 3 else x.expand(layer.ensemble, *x.shape)) if ens else x.reshape(1, -1, x.shape[-1])
+    h = (grid[..., 1] - grid[..., 0]).unsqueeze(1).unsqueeze(-1)
+    a = ((xs.unsqueeze(-1) - grid[..., 2:-2].unsqueeze(1)) / h).abs()
+    basis = torch.where(a < 1.0, 2.0 / 3.0 - a * a * (1.0 - 0.5 * a), (2.0 - a).clamp_min(0.0) ** 3 / 6.0)
+    spline = torch.einsum("enim,eiom->enio", basis, coef)
+    y = torch.einsum("eni,eio->eno", torch.nn.functional.silu(xs), sb) + torch.einsum("enio,eio->eno", spline, sp)
+    return y if ens else y.reshape(*x.shape[:-1], -1)
+
+
+@pytest.mark.parametrize("ensemble", [None, 3])
+def test_local_basis_layer_equals_the_dense_basis_in_values_and_gradients(ensemble):
+    # inputs inside the grid, in its extension, beyond it and exactly on knots, in float64 and float32
+    g = torch.Generator().manual_seed(0)
+    for dtype, tol in ((torch.float64, 1e-12), (torch.float32, 2e-5)):
+        layer = _float64(lambda: KANLayer(3, 4, num=5, k=3, seed=2, ensemble=ensemble)).to(dtype)
+        with torch.no_grad():
+            for p in layer.parameters():
+                p.add_(0.5 * torch.randn(p.shape, generator=g, dtype=torch.float64).to(dtype))
+        x = torch.rand(*((ensemble,) if ensemble else ()), 300, 3, generator=g, dtype=torch.float64) * 7 - 3.5
+        x[..., :8, :] = layer.grid[..., :8].reshape(-1, 8).T[:, :1].to(torch.float64)  # knots t_0 .. t_7
+        x = x.to(dtype).requires_grad_(True)
+        params = [x, layer.coef, layer.scale_base, layer.scale_sp]
+        y, ref = layer(x), _dense_reference(layer, x)
+        scale = ref.abs().max()
+        assert (y - ref).abs().max() <= tol * scale
+        w = torch.randn(y.shape, generator=g, dtype=torch.float64).to(dtype)
+        for u, v in zip(torch.autograd.grad((y * w).sum(), params), torch.autograd.grad((ref * w).sum(), params)):
+            assert (u - v).abs().max() <= tol * v.abs().max().clamp_min(1.0)
+
+
+def test_local_basis_layer_passes_gradcheck_in_float64():
+    layer = _float64(lambda: KANLayer(2, 3, num=3, k=3, seed=0, ensemble=2))
+    x = (torch.rand(2, 5, 2, dtype=torch.float64) * 4 - 2).requires_grad_(True)
+    from geode.sciml.kan import _CubicKANLayer
+
+    for base in (None, torch.tanh(x).detach().requires_grad_(True)):
+        args = (x, layer.grid, layer.coef, layer.scale_base, layer.scale_sp, base)
+        assert torch.autograd.gradcheck(_CubicKANLayer.apply, args)
+    single = _float64(lambda: KANLayer(2, 3, num=3, k=3, seed=1))
+    xs = (torch.rand(4, 5, 2, dtype=torch.float64) * 4 - 2).requires_grad_(True)
+    args = (xs, single.grid, single.coef, single.scale_base, single.scale_sp)
+    assert torch.autograd.gradcheck(lambda *a: _CubicKANLayer.apply(*a, None), args)
+
+
+def test_local_basis_layer_keeps_nan_and_other_base_functions():
+    layer = KANLayer(2, 2, num=5, k=3, seed=0)
+    assert layer(torch.zeros(0, 2)).shape == (0, 2) and layer(torch.zeros(2)).shape == (2,)
+    members = _float64(lambda: KANLayer(2, 2, num=5, k=3, seed=0, ensemble=3))
+    x = torch.rand(7, 2, dtype=torch.float64) * 4 - 2  # one batch shared by the members
+    assert torch.allclose(members(x), _dense_reference(members, x), atol=1e-12)
+    x = torch.tensor([[0.1, float("nan")], [5.0, -7.0]])
+    y = layer(x)
+    assert torch.isnan(y[0]).all() and torch.isfinite(y[1]).all()
+    tanh = KANLayer(2, 2, num=5, k=3, seed=0, base_fun=torch.tanh)
+    x = torch.rand(6, 2) * 2 - 1
+    assert torch.allclose(tanh(x), tanh.activations(x).sum(-2), atol=1e-6)
+
+
 def test_fused_cubic_kernel_matches_autograd_values_and_gradients():
     torch.manual_seed(0)
-    a = KANLayer(3, 2, num=6, k=3, seed=2).double()
-    b = KANLayer(3, 2, num=6, k=3, seed=2, fused=False).double()
+    a = _float64(lambda: KANLayer(3, 2, num=6, k=3, seed=2))
+    b = _float64(lambda: KANLayer(3, 2, num=6, k=3, seed=2, fused=False))
     x = (torch.rand(9, 3, dtype=torch.float64) * 2.4 - 1.2).requires_grad_(True)
     ya, yb = a(x), b(x)
     assert torch.allclose(ya, yb, atol=1e-12)
