@@ -31,23 +31,15 @@ from typing import Any
 
 from geode import __version__, catalog
 from geode.claims.claim import definition_hash
+from geode.claims.figures import COLOURS
 from geode.claims.store import ResultStore, Scan, atomic_write_bytes, atomic_write_text
 from geode.claims.verdict import Evaluation, Rules, evaluate
 
 __all__ = ["PaperResult", "current_claims", "render_html", "render_markdown", "summarize", "write_report"]
 
 _MODE_ORDER = ("full", "quick", "smoke")
-_COLOURS = {
-    "reproduced": "#1a7f37",
-    "partial": "#b08800",
-    "not reproduced": "#cf222e",
-    "inconclusive": "#0969da",
-    "error": "#8250df",
-    "timeout": "#8250df",
-    "stale": "#bc4c00",
-    "not run": "#6e7781",
-    "planned": "#afb8c1",
-}
+# the figures' verdict colours; the greys are darker here, where they colour text and badges on white
+_COLOURS = {**COLOURS, "not run": "#6e7781", "planned": "#afb8c1"}
 _LEGEND = {
     "reproduced": "the claim's reproduced rule holds",
     "partial": "only the partial rule holds",

@@ -15,18 +15,13 @@ from typing import Any
 import numpy as np
 
 from geode.core.validation import check_int, check_real
-from geode.inference.serving import as_lengths
+from geode.inference.serving import _request_lengths, as_lengths
 
 __all__ = ["adversarial_batch_ratio", "batch_lower_bound", "optimal_batch_cost"]
 
 
 def _instance(prompt: Any, output: Any, kv_slots: Any) -> tuple[np.ndarray, np.ndarray, int]:
-    s = as_lengths("prompt", np.atleast_1d(prompt), low=0)
-    o = as_lengths("output", np.atleast_1d(output), low=1)
-    if s.shape != o.shape:
-        raise ValueError(f"prompt and output must have the same length; got {s.shape[0]} and {o.shape[0]}")
-    if s.shape[0] == 0:
-        raise ValueError("prompt and output must hold at least one request; got none")
+    s, o = _request_lengths(prompt, output)
     m = check_int("kv_slots", kv_slots, low=1)
     if (s + o).max() > m:
         i = int(np.argmax(s + o))

@@ -99,6 +99,17 @@ def as_lengths(name: str, value: Any, *, low: int) -> np.ndarray:
     return out
 
 
+def _request_lengths(prompt: Any, output: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Prompt (>= 0) and output (>= 1) token counts of at least one request, one of each per request."""
+    s = as_lengths("prompt", np.atleast_1d(prompt), low=0)
+    o = as_lengths("output", np.atleast_1d(output), low=1)
+    if s.shape != o.shape:
+        raise ValueError(f"prompt and output must have the same length; got {s.shape[0]} and {o.shape[0]}")
+    if s.shape[0] == 0:
+        raise ValueError("prompt and output must hold at least one request; got none")
+    return s, o
+
+
 def volume(prompt: Any, output: Any) -> np.ndarray:
     """KV-cache volume of requests: :math:`V = s\\,o + o(o+1)/2` slot-steps.
 

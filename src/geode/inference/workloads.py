@@ -196,15 +196,10 @@ def measured_capacity(
     float
         Requests per time unit.
     """
-    from geode.inference.serving import FCFS, as_lengths, simulate
+    from geode.inference.serving import FCFS, _request_lengths, simulate
 
     trim = check_real("trim", trim, low=0.0, high=0.5, high_inclusive=False)
-    s = as_lengths("prompt", np.atleast_1d(prompt), low=0)
-    o = as_lengths("output", np.atleast_1d(output), low=1)
-    if s.shape != o.shape:
-        raise ValueError(f"prompt and output must have the same length; got {s.shape[0]} and {o.shape[0]}")
-    if s.shape[0] == 0:
-        raise ValueError("prompt and output must hold at least one request; got none")
+    s, o = _request_lengths(prompt, output)
     work = Workload(np.zeros(s.shape[0]), s, output, name="saturated")
     res = simulate(work, FCFS() if policy is None else policy, kv_slots, cost=cost)
     fin = np.sort(res.finish)

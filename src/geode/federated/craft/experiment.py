@@ -17,13 +17,14 @@ client-sampling seed (the noise floor of a difference between two runs) and the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from geode.claims.tuning import tune
-from geode.core.validation import check_choice, check_int, check_positive, check_real
+from geode.core.validation import check_choice, check_int, check_positive
+from geode.federated._checks import check_float_fields
 from geode.federated.clients import BatchedTorchClients
 from geode.federated.craft.aggregation import CRAFT, module_groups
 from geode.federated.partition import dirichlet_partition, label_distribution
@@ -95,14 +96,7 @@ class FLSetup:
 
     def __post_init__(self) -> None:
         """Reject a NaN, infinite, non-positive or non-numeric float setting, naming the field."""
-        for f in fields(self):
-            v = getattr(self, f.name)
-            if "float" not in str(f.type) or v is None:
-                continue
-            for i, x in enumerate(v if isinstance(v, tuple) else (v,)):
-                name = f"{f.name}[{i}]" if isinstance(v, tuple) else f.name
-                low_inclusive = f.name in _NON_NEGATIVE
-                check_real(name, x, low=0.0, low_inclusive=low_inclusive)
+        check_float_fields(self, _NON_NEGATIVE)
 
 
 def load_fl_dataset(name: str, seed: int, max_train: int | None = None) -> dict[str, np.ndarray]:

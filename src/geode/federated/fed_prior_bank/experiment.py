@@ -18,14 +18,15 @@ One seed of :func:`run_prior_bank_experiment`:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from geode.claims.tuning import tune
 from geode.core.random import as_generator
-from geode.core.validation import check_int, check_real
+from geode.core.validation import check_int
+from geode.federated._checks import check_float_fields
 from geode.federated.clients import BatchedTorchClients
 from geode.federated.fed_prior_bank.bank import PriorBank, embed_phrases, federated_class_moments
 from geode.federated.fed_prior_bank.data import make_flow_data
@@ -134,14 +135,7 @@ class BankSetup:
 
     def __post_init__(self) -> None:
         """Reject a NaN, infinite, non-positive or non-numeric float setting, naming the field."""
-        for f in fields(self):
-            v = getattr(self, f.name)
-            if "float" not in str(f.type) or v is None:
-                continue
-            for i, x in enumerate(v if isinstance(v, tuple) else (v,)):
-                name = f"{f.name}[{i}]" if isinstance(v, tuple) else f.name
-                low_inclusive = f.name in _NON_NEGATIVE
-                check_real(name, x, low=0.0, low_inclusive=low_inclusive)
+        check_float_fields(self, _NON_NEGATIVE)
 
 
 def _macro_f1(y: np.ndarray, pred: np.ndarray) -> float:
